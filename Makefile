@@ -1,0 +1,37 @@
+# The two commands of the README. Everything they need is installed or built here.
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: setup run test lint build-control-plane bench clean
+
+$(STAMP): pyproject.toml
+	$(PY) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -e '.[dev]'
+	touch $(STAMP)
+
+setup: $(STAMP)
+
+# Serve the custom-label policy as an extender on the example node file: no cluster needed.
+run: setup
+	$(BIN)/kubesched extender serve --policy custom-label --nodes examples/nodes.yaml --listen 127.0.0.1:8888 --log-format text
+
+lint: setup
+	$(BIN)/ruff check src tests
+	$(BIN)/ruff format --check src tests
+	$(BIN)/mypy
+	$(BIN)/lint-imports
+
+build-control-plane: setup
+	$(BIN)/python -m kubesched.testing.build
+
+test: lint build-control-plane
+	$(BIN)/pytest -q -rs
+
+bench: setup
+	sh scripts/bench-extender
+
+clean:
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache

@@ -1,0 +1,1 @@
+"""kubesched: Kubernetes scheduling in Python."""

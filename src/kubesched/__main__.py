@@ -1,0 +1,5 @@
+import sys
+
+from kubesched.cli.main import main
+
+sys.exit(main())

@@ -1,0 +1,150 @@
+"""Partial core/v1 objects: only the fields kubesched reads (unknown keys are skipped while decoding)."""
+
+from __future__ import annotations
+
+import msgspec
+
+
+class _K(msgspec.Struct, rename="camel", omit_defaults=True):
+    """Base for Kubernetes objects: camelCase keys, absent values left out when encoding."""
+
+
+class ObjectMeta(_K):
+    name: str = ""
+    namespace: str = ""
+    uid: str = ""
+    resource_version: str = ""
+    labels: dict[str, str] | None = None
+    annotations: dict[str, str] | None = None
+    deletion_timestamp: str | None = None
+    generation: int | None = None
+
+
+class OwnerReference(_K):
+    kind: str = ""
+    name: str = ""
+    controller: bool | None = None
+
+
+class ResourceRequirements(_K):
+    requests: dict[str, str | int | float] | None = None
+    limits: dict[str, str | int | float] | None = None
+
+
+class ContainerPort(_K):
+    container_port: int = 0
+    host_port: int = 0
+    host_ip: str = ""
+    protocol: str = ""
+
+
+class Container(_K):
+    name: str = ""
+    image: str = ""
+    resources: ResourceRequirements | None = None
+    ports: list[ContainerPort] | None = None
+    restart_policy: str | None = None
+
+
+class Toleration(_K):
+    key: str = ""
+    operator: str = ""
+    value: str = ""
+    effect: str = ""
+    toleration_seconds: int | None = None
+
+
+class Taint(_K):
+    key: str = ""
+    value: str = ""
+    effect: str = ""
+
+
+class NodeSelectorRequirement(_K):
+    key: str = ""
+    operator: str = ""
+    values: list[str] | None = None
+
+
+class NodeSelectorTerm(_K):
+    match_expressions: list[NodeSelectorRequirement] | None = None
+    match_fields: list[NodeSelectorRequirement] | None = None
+
+
+class NodeSelector(_K):
+    node_selector_terms: list[NodeSelectorTerm] | None = None
+
+
+class PreferredSchedulingTerm(_K):
+    weight: int = 0
+    preference: NodeSelectorTerm | None = None
+
+
+class NodeAffinity(_K):
+    required_during_scheduling_ignored_during_execution: NodeSelector | None = None
+    preferred_during_scheduling_ignored_during_execution: list[PreferredSchedulingTerm] | None = None
+
+
+class Affinity(_K):
+    node_affinity: NodeAffinity | None = None
+
+
+class SchedulingGate(_K):
+    name: str = ""
+
+
+class PodSpec(_K):
+    node_name: str = ""
+    scheduler_name: str = ""
+    priority: int | None = None
+    preemption_policy: str | None = None
+    node_selector: dict[str, str] | None = None
+    affinity: Affinity | None = None
+    tolerations: list[Toleration] | None = None
+    containers: list[Container] | None = None
+    init_containers: list[Container] | None = None
+    overhead: dict[str, str | int | float] | None = None
+    resources: ResourceRequirements | None = None
+    scheduling_gates: list[SchedulingGate] | None = None
+
+
+class PodStatus(_K):
+    phase: str = ""
+    nominated_node_name: str = ""
+    start_time: str | None = None
+
+
+class Pod(_K):
+    metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
+    spec: PodSpec = msgspec.field(default_factory=PodSpec)
+    status: PodStatus = msgspec.field(default_factory=PodStatus)
+
+
+class ContainerImage(_K):
+    names: list[str] | None = None
+    size_bytes: int = 0
+
+
+class NodeSpec(_K):
+    unschedulable: bool = False
+    taints: list[Taint] | None = None
+
+
+class NodeStatus(_K):
+    allocatable: dict[str, str | int | float] | None = None
+    capacity: dict[str, str | int | float] | None = None
+    images: list[ContainerImage] | None = None
+
+
+class Node(_K):
+    metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
+    spec: NodeSpec = msgspec.field(default_factory=NodeSpec)
+    status: NodeStatus = msgspec.field(default_factory=NodeStatus)
+
+
+class NodeList(_K):
+    items: list[Node] | None = None
+
+
+class PodList(_K):
+    items: list[Pod] | None = None

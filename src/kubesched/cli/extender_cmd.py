@@ -1,0 +1,132 @@
+"""`kubesched extender serve`: wire a policy, a cluster source and the HTTP server together."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import logging
+import ssl
+from pathlib import Path
+
+import uvicorn
+
+from kubesched.cli import logs
+from kubesched.cli.errors import CLIError
+from kubesched.cluster.cache import ClusterCache
+from kubesched.cluster.files import ClusterFileError, load_into
+from kubesched.cluster.kubeclient import KubeClient, KubeConfigError, connect
+from kubesched.cluster.source import KubeSource
+from kubesched.extender.app import DEFAULT_MAX_BODY, ExtenderApp
+from kubesched.extender.service import ExtenderService
+from kubesched.framework.profile import ProfileError
+from kubesched.framework.runtime import Framework
+from kubesched.policies import PolicyError, load, registry_for
+
+log = logging.getLogger("kubesched.extender")
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    ext = sub.add_parser("extender", help="serve a policy as a kube-scheduler extender")
+    ext_sub = ext.add_subparsers(dest="extender_command", required=True, metavar="COMMAND")
+    serve = ext_sub.add_parser("serve", help="serve filter, prioritize, bind and preempt over HTTP(S)")
+    serve.add_argument("--policy", required=True, help="built-in name (custom-label), path/to/policy.py or pkg.mod:attr")
+    src = serve.add_argument_group("cluster source (one of)")
+    src.add_argument("--nodes", type=Path, help="file of Node objects (NodeList or list, JSON or YAML): no cluster")
+    src.add_argument("--kubeconfig", help="list+watch nodes (and pods) from this cluster; also used to bind")
+    src.add_argument("--in-cluster", action="store_true", help="use the pod's service account")
+    serve.add_argument("--watch-pods", choices=("auto", "yes", "no"), default="auto",
+                       help="watch pods to account usage (auto: when the policy manages resources)")
+    serve.add_argument("--listen", default="127.0.0.1:8888", help="HOST:PORT (default 127.0.0.1:8888)")
+    serve.add_argument("--prefix", default="", help="URL path prefix of the verbs, e.g. /scheduler")
+    serve.add_argument("--tls-cert", type=Path, help="serve HTTPS with this certificate (PEM)")
+    serve.add_argument("--tls-key", type=Path, help="private key of --tls-cert")
+    serve.add_argument("--client-ca", type=Path, help="require client certificates signed by this CA")
+    serve.add_argument("--max-body-bytes", type=int, default=DEFAULT_MAX_BODY, help="reject larger requests (413)")
+    serve.add_argument("--log-level", default="info", choices=("debug", "info", "warning", "error"))
+    serve.add_argument("--log-format", default="json", choices=("json", "text"))
+    serve.set_defaults(func=run_serve)
+
+
+def _listen(value: str) -> tuple[str, int]:
+    host, sep, port = value.rpartition(":")
+    if not sep or not port.isdigit() or not 0 < int(port) < 65536:
+        raise CLIError(f"--listen: expected HOST:PORT, got {value!r}")
+    return host.strip("[]") or "0.0.0.0", int(port)
+
+
+def run_serve(args: argparse.Namespace) -> int:
+    logs.setup(args.log_level, args.log_format)
+    host, port = _listen(args.listen)
+    if (args.tls_cert is None) != (args.tls_key is None):
+        raise CLIError("--tls-cert and --tls-key go together")
+    if args.client_ca and not args.tls_cert:
+        raise CLIError("--client-ca needs --tls-cert and --tls-key (client certificates need HTTPS)")
+    for flag, path in (("--tls-cert", args.tls_cert), ("--tls-key", args.tls_key), ("--client-ca", args.client_ca)):
+        if path is not None and not path.is_file():
+            raise CLIError(f"{flag}: no such file {path}")
+    if args.max_body_bytes <= 0:
+        raise CLIError("--max-body-bytes: must be positive")
+    sources = sum(bool(x) for x in (args.nodes, args.in_cluster)) + (bool(args.kubeconfig) and not args.nodes)
+    if sources == 0:
+        raise CLIError("give a cluster source: --nodes FILE, --kubeconfig PATH or --in-cluster")
+    if args.nodes and args.in_cluster:
+        raise CLIError("--nodes and --in-cluster exclude each other")
+    try:
+        policy = load(args.policy)
+        framework = Framework.build(policy.profile, registry_for(policy), path="policy.")
+    except PolicyError as err:
+        raise CLIError(str(err)) from None
+    except ProfileError as err:
+        raise CLIError(f"policy {args.policy}: {err}") from None
+    cache = ClusterCache()
+    if args.nodes:
+        try:
+            n_nodes, n_pods = load_into(cache, args.nodes)
+        except ClusterFileError as err:
+            raise CLIError(str(err)) from None
+        log.info("node cache loaded from %s: %d nodes, %d pods", args.nodes, n_nodes, n_pods)
+    try:
+        conn = connect(None if args.in_cluster else args.kubeconfig) if (args.kubeconfig or args.in_cluster) else None
+    except (KubeConfigError, OSError) as err:
+        raise CLIError(str(err)) from None
+    watch_pods = args.watch_pods == "yes" or (args.watch_pods == "auto" and bool(policy.managed_resources))
+    ssl_kwargs: dict[str, object] = {}
+    if args.tls_cert:
+        ssl_kwargs = {"ssl_certfile": str(args.tls_cert), "ssl_keyfile": str(args.tls_key)}
+        if args.client_ca:
+            ssl_kwargs.update(ssl_ca_certs=str(args.client_ca), ssl_cert_reqs=ssl.CERT_REQUIRED)
+
+    async def main() -> None:
+        client = KubeClient(conn) if conn else None
+        service = ExtenderService(policy, framework, cache, client)
+        app = ExtenderApp(service, prefix=args.prefix, max_body=args.max_body_bytes)
+        config = uvicorn.Config(
+            app, host=host, port=port, lifespan="off", access_log=False, log_config=None,
+            http="httptools", timeout_keep_alive=60, **ssl_kwargs,  # type: ignore[arg-type]
+        )
+        server = uvicorn.Server(config)
+        tasks = []
+        if client is not None and not args.nodes:
+            source = KubeSource(cache, client, watch_pods=watch_pods)
+            log.info("node cache follows %s (pods: %s)", source.describe(), watch_pods)
+            tasks.append(asyncio.create_task(source.run()))
+        log.info("serving policy %s on %s://%s:%d%s", policy.name, "https" if args.tls_cert else "http", host, port,
+                 args.prefix)
+        try:
+            await server.serve()
+        finally:
+            for t in tasks:
+                t.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await t
+            if client is not None:
+                await client.aclose()
+
+    try:
+        import uvloop
+
+        uvloop.run(main())
+    except ImportError:
+        asyncio.run(main())
+    return 0

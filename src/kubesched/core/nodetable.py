@@ -1,0 +1,322 @@
+"""The node table: every node as one row, its resources, labels and taints as numpy columns.
+
+Plugins read columns and index them with a `rows` array (the candidate nodes), so a filter or a
+score runs once per pod over all candidates instead of once per node. Columns are built lazily,
+only for the resources and label keys some plugin asks for, then kept current row by row:
+
+* static columns come from the Node object (allocatable, unschedulable, label value codes) and
+  are recomputed for a row when that node changes;
+* usage columns (requested, non-zero requested, pod count) are sums over the pods on the row and
+  are updated in place by `add_pod` / `remove_pod` (an assumed pod counts from the moment it is
+  added until it is removed).
+
+Deleted nodes leave a tombstone row (``alive`` is False) that the next added node reuses.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from kubesched.api.core import Node, Taint
+from kubesched.core.podinfo import HostPort, PodInfo
+from kubesched.core.quantity import QuantityError, resource_value
+
+Rows = npt.NDArray[np.intp]
+IntColumn = npt.NDArray[np.int64]
+BoolColumn = npt.NDArray[np.bool_]
+
+
+def _alloc_of(node: Node, resource: str) -> int:
+    alloc = node.status.allocatable
+    if not alloc or resource not in alloc:
+        return 0
+    try:
+        return resource_value(resource, alloc[resource])
+    except QuantityError:
+        return 0
+
+
+@dataclass(frozen=True)
+class TaintIndex:
+    """The distinct taints of the table and, for each, the rows that carry it."""
+
+    taints: tuple[Taint, ...]
+    rows_with: tuple[BoolColumn, ...]
+
+
+class NodeTable:
+    """Columnar store of nodes and the pods assigned (or assumed) on them."""
+
+    def __init__(self, capacity: int = 64) -> None:
+        self._cap = max(capacity, 1)
+        self._n = 0
+        self.names: list[str] = []
+        self.nodes: list[Node | None] = []
+        self.index: dict[str, int] = {}
+        self._free: list[int] = []
+        self._alive = np.zeros(self._cap, dtype=np.bool_)
+        self._pods: list[dict[str, PodInfo]] = []
+        self._static_int: dict[str, IntColumn] = {}
+        self._label_codes: dict[str, tuple[npt.NDArray[np.int32], dict[str, int]]] = {}
+        self._unschedulable: BoolColumn | None = None
+        self._requested: dict[str, IntColumn] = {}
+        self._taints: TaintIndex | None = None
+        self._images: dict[str, tuple[Rows, int]] | None = None
+        self.generation = 0
+
+    # ---- rows -------------------------------------------------------------------------------
+
+    def __len__(self) -> int:
+        """The number of live nodes."""
+        return len(self.index)
+
+    @property
+    def size(self) -> int:
+        """Rows in use, tombstones included: the length of every column view."""
+        return self._n
+
+    def rows(self) -> Rows:
+        """All live rows, in row order."""
+        return np.flatnonzero(self._alive[: self._n])
+
+    def rows_for(self, names: Iterable[str]) -> tuple[Rows, list[str]]:
+        """Rows of the named nodes, in the given order, and the names this table does not know."""
+        index = self.index
+        found: list[int] = []
+        unknown: list[str] = []
+        for name in names:
+            row = index.get(name)
+            if row is None:
+                unknown.append(name)
+            else:
+                found.append(row)
+        return np.asarray(found, dtype=np.intp), unknown
+
+    def node(self, row: int) -> Node:
+        node = self.nodes[row]
+        if node is None:
+            raise KeyError(f"row {row} holds no node")
+        return node
+
+    def pods_on(self, row: int) -> dict[str, PodInfo]:
+        """Pods on a row, by UID."""
+        return self._pods[row]
+
+    def live_nodes(self) -> Iterator[tuple[int, Node]]:
+        for row, node in enumerate(self.nodes):
+            if node is not None:
+                yield row, node
+
+    # ---- node changes ------------------------------------------------------------------------
+
+    def _grow(self) -> None:
+        self._cap *= 2
+
+        def grown(a: npt.NDArray[np.generic], fill: object) -> npt.NDArray[np.generic]:
+            out = np.full(self._cap, fill, dtype=a.dtype)
+            out[: len(a)] = a
+            return out
+
+        self._alive = grown(self._alive, False)  # type: ignore[assignment]
+        self._static_int = {k: grown(v, 0) for k, v in self._static_int.items()}  # type: ignore[misc]
+        self._requested = {k: grown(v, 0) for k, v in self._requested.items()}  # type: ignore[misc]
+        self._label_codes = {k: (grown(c, -1), vocab) for k, (c, vocab) in self._label_codes.items()}  # type: ignore[misc]
+        if self._unschedulable is not None:
+            self._unschedulable = grown(self._unschedulable, False)  # type: ignore[assignment]
+
+    def upsert(self, node: Node) -> int:
+        """Add a node or replace the object of a known one; returns its row."""
+        name = node.metadata.name
+        row = self.index.get(name)
+        if row is None:
+            if self._free:
+                row = self._free.pop()
+                self.names[row] = name
+                self.nodes[row] = node
+                self._pods[row] = {}
+            else:
+                if self._n == self._cap:
+                    self._grow()
+                row = self._n
+                self._n += 1
+                self.names.append(name)
+                self.nodes.append(node)
+                self._pods.append({})
+            self.index[name] = row
+            self._alive[row] = True
+            for col in self._requested.values():
+                col[row] = 0
+            # Masks of the taint and image indexes are sized to the old row count.
+            self._taints = None
+            self._images = None
+        else:
+            old = self.nodes[row]
+            self.nodes[row] = node
+            if old is not None and old.spec.taints != node.spec.taints:
+                self._taints = None
+            if old is not None and old.status.images != node.status.images:
+                self._images = None
+        self._refresh_static(row, node)
+        self.generation += 1
+        return row
+
+    def remove(self, name: str) -> int | None:
+        """Delete a node; its row becomes a tombstone. Returns the row, or None if unknown."""
+        row = self.index.pop(name, None)
+        if row is None:
+            return None
+        node = self.nodes[row]
+        self.nodes[row] = None
+        self._alive[row] = False
+        self._pods[row] = {}
+        self._free.append(row)
+        if node is not None and node.spec.taints:
+            self._taints = None
+        self._images = None
+        for col in self._requested.values():
+            col[row] = 0
+        self.generation += 1
+        return row
+
+    def _refresh_static(self, row: int, node: Node) -> None:
+        for resource, col in self._static_int.items():
+            col[row] = _alloc_of(node, resource)
+        if self._unschedulable is not None:
+            self._unschedulable[row] = node.spec.unschedulable
+        labels = node.metadata.labels or {}
+        for key, (codes, vocab) in self._label_codes.items():
+            value = labels.get(key)
+            codes[row] = -1 if value is None else vocab.setdefault(value, len(vocab))
+
+    # ---- pod changes -------------------------------------------------------------------------
+
+    def add_pod(self, row: int, pod: PodInfo) -> None:
+        """Count a pod against a node (bound, or assumed by the scheduler)."""
+        pods = self._pods[row]
+        if pod.uid in pods:
+            self._account(row, pods[pod.uid], -1)
+        pods[pod.uid] = pod
+        self._account(row, pod, +1)
+        self.generation += 1
+
+    def remove_pod(self, row: int, uid: str) -> PodInfo | None:
+        pod = self._pods[row].pop(uid, None)
+        if pod is not None:
+            self._account(row, pod, -1)
+            self.generation += 1
+        return pod
+
+    def _account(self, row: int, pod: PodInfo, sign: int) -> None:
+        for key, col in self._requested.items():
+            col[row] += sign * _usage(pod, key)
+
+    # ---- columns -----------------------------------------------------------------------------
+
+    def _column(self, store: dict[str, IntColumn], key: str, per_row: Callable[[int], int]) -> IntColumn:
+        col = store.get(key)
+        if col is None:
+            col = np.zeros(self._cap, dtype=np.int64)
+            for row in range(self._n):
+                if self.nodes[row] is not None:
+                    col[row] = per_row(row)
+            store[key] = col
+        return col[: self._n]
+
+    def allocatable(self, resource: str) -> IntColumn:
+        """Allocatable amount of a resource per row (cpu in millicores), 0 where absent."""
+        return self._column(self._static_int, resource, lambda row: _alloc_of(self.node(row), resource))
+
+    def requested(self, resource: str) -> IntColumn:
+        """Sum of the pods' requests per row.
+
+        Keys: a resource name, `nonzero:cpu`, `nonzero:memory`, `#pods` (pod count), `#hostports`
+        (host ports the pods use, so port checks can visit only rows that have some).
+        """
+        return self._column(
+            self._requested, resource, lambda row: sum(_usage(p, resource) for p in self._pods[row].values())
+        )
+
+    def pod_count(self) -> IntColumn:
+        return self.requested("#pods")
+
+    def unschedulable(self) -> BoolColumn:
+        if self._unschedulable is None:
+            col = np.zeros(self._cap, dtype=np.bool_)
+            for row, node in self.live_nodes():
+                col[row] = node.spec.unschedulable
+            self._unschedulable = col
+        return self._unschedulable[: self._n]
+
+    def label_codes(self, key: str) -> tuple[npt.NDArray[np.int32], dict[str, int]]:
+        """Per row, the interned id of the value of label `key` (-1 where absent), and the value → id map."""
+        entry = self._label_codes.get(key)
+        if entry is None:
+            vocab: dict[str, int] = {}
+            codes = np.full(self._cap, -1, dtype=np.int32)
+            for row, node in self.live_nodes():
+                value = (node.metadata.labels or {}).get(key)
+                if value is not None:
+                    codes[row] = vocab.setdefault(value, len(vocab))
+            entry = (codes, vocab)
+            self._label_codes[key] = entry
+        return entry[0][: self._n], entry[1]
+
+    def taint_index(self) -> TaintIndex:
+        """Distinct taints and which rows carry each (rebuilt only after a taint change)."""
+        if self._taints is None:
+            where: dict[tuple[str, str, str], list[int]] = {}
+            first: dict[tuple[str, str, str], Taint] = {}
+            for row, node in self.live_nodes():
+                for t in node.spec.taints or ():
+                    k = (t.key, t.value, t.effect)
+                    where.setdefault(k, []).append(row)
+                    first.setdefault(k, t)
+            masks = []
+            for k in where:
+                m = np.zeros(self._n, dtype=np.bool_)
+                m[where[k]] = True
+                masks.append(m)
+            self._taints = TaintIndex(tuple(first[k] for k in where), tuple(masks))
+        return self._taints
+
+    def image_index(self) -> dict[str, tuple[Rows, int]]:
+        """Image name → (rows reporting it, size from the first row seen)."""
+        if self._images is None:
+            where: dict[str, list[int]] = {}
+            size: dict[str, int] = {}
+            for row, node in self.live_nodes():
+                for img in node.status.images or ():
+                    for name in img.names or ():
+                        where.setdefault(name, []).append(row)
+                        size.setdefault(name, img.size_bytes)
+            self._images = {k: (np.asarray(v, dtype=np.intp), size[k]) for k, v in where.items()}
+        return self._images
+
+    def used_host_ports(self, row: int) -> Iterator[HostPort]:
+        for pod in self._pods[row].values():
+            yield from pod.host_ports
+
+
+def _usage(pod: PodInfo, key: str) -> int:
+    if key == "#pods":
+        return 1
+    if key == "#hostports":
+        return len(pod.host_ports)
+    if key == "nonzero:cpu":
+        return pod.non_zero_cpu
+    if key == "nonzero:memory":
+        return pod.non_zero_memory
+    return pod.requests.get(key, 0)
+
+
+def table_of(nodes: Iterable[Node]) -> NodeTable:
+    """A table holding the given nodes, in order (rows 0..n-1)."""
+    nodes = list(nodes)
+    table = NodeTable(capacity=len(nodes))
+    for node in nodes:
+        table.upsert(node)
+    return table

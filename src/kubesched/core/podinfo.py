@@ -1,0 +1,164 @@
+"""A pod compiled once for scheduling: its request vector and the constraints plugins read."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from kubesched.api.core import Container, Pod, Toleration
+from kubesched.core.quantity import resource_value
+
+# kube-scheduler's scoring defaults for containers that do not mention cpu or memory.
+DEFAULT_MILLI_CPU_REQUEST = 100
+DEFAULT_MEMORY_REQUEST = 200 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class HostPort:
+    """A host port a container wants: (ip, protocol, port) with kube-scheduler's defaults applied."""
+
+    ip: str
+    protocol: str
+    port: int
+
+
+@dataclass
+class PodInfo:
+    """What the scheduling plugins read of one pod, computed once."""
+
+    pod: Pod
+    key: str
+    uid: str
+    namespace: str
+    name: str
+    labels: dict[str, str]
+    priority: int
+    requests: dict[str, int]
+    non_zero_cpu: int
+    non_zero_memory: int
+    tolerations: tuple[Toleration, ...]
+    host_ports: tuple[HostPort, ...]
+    images: tuple[str, ...]
+    container_count: int
+    cache: dict[str, object] = field(default_factory=dict)
+
+    @property
+    def requests_nothing(self) -> bool:
+        return not any(self.requests.values())
+
+
+def _container_requests(c: Container) -> dict[str, int]:
+    if c.resources is None or not c.resources.requests:
+        return {}
+    return {name: resource_value(name, q) for name, q in c.resources.requests.items()}
+
+
+def _add(into: dict[str, int], extra: dict[str, int]) -> None:
+    for name, v in extra.items():
+        into[name] = into.get(name, 0) + v
+
+
+def _max(into: dict[str, int], other: dict[str, int]) -> None:
+    for name, v in other.items():
+        if v > into.get(name, 0):
+            into[name] = v
+
+
+def _non_zero(c: Container) -> tuple[int, int]:
+    req = (c.resources.requests if c.resources else None) or {}
+    cpu = resource_value("cpu", req["cpu"]) if "cpu" in req else DEFAULT_MILLI_CPU_REQUEST
+    mem = resource_value("memory", req["memory"]) if "memory" in req else DEFAULT_MEMORY_REQUEST
+    return cpu, mem
+
+
+def _is_sidecar(c: Container) -> bool:
+    return c.restart_policy == "Always"
+
+
+def compute_requests(pod: Pod) -> tuple[dict[str, int], int, int]:
+    """Pod requests as kube-scheduler computes them (sidecars, init max, pod-level, overhead), plus non-zero cpu/mem."""
+    spec = pod.spec
+    total: dict[str, int] = {}
+    nz_cpu = nz_mem = 0
+    for c in spec.containers or ():
+        _add(total, _container_requests(c))
+        cpu, mem = _non_zero(c)
+        nz_cpu += cpu
+        nz_mem += mem
+    init_need: dict[str, int] = {}
+    sidecars: dict[str, int] = {}
+    init_nz = (0, 0)
+    sidecar_nz = (0, 0)
+    for c in spec.init_containers or ():
+        req = _container_requests(c)
+        cpu, mem = _non_zero(c)
+        if _is_sidecar(c):
+            _add(total, req)
+            _add(sidecars, req)
+            nz_cpu += cpu
+            nz_mem += mem
+            sidecar_nz = (sidecar_nz[0] + cpu, sidecar_nz[1] + mem)
+            _max(init_need, dict(sidecars))
+            init_nz = (max(init_nz[0], sidecar_nz[0]), max(init_nz[1], sidecar_nz[1]))
+        else:
+            effective = dict(req)
+            _add(effective, sidecars)
+            _max(init_need, effective)
+            init_nz = (max(init_nz[0], cpu + sidecar_nz[0]), max(init_nz[1], mem + sidecar_nz[1]))
+    _max(total, init_need)
+    nz_cpu, nz_mem = max(nz_cpu, init_nz[0]), max(nz_mem, init_nz[1])
+    if spec.resources is not None and spec.resources.requests:
+        for name, q in spec.resources.requests.items():
+            if name in ("cpu", "memory") or name.startswith("hugepages-"):
+                total[name] = resource_value(name, q)
+        if "cpu" in spec.resources.requests:
+            nz_cpu = total["cpu"]
+        if "memory" in spec.resources.requests:
+            nz_mem = total["memory"]
+    for name, q in (spec.overhead or {}).items():
+        v = resource_value(name, q)
+        total[name] = total.get(name, 0) + v
+        if name == "cpu":
+            nz_cpu += v
+        elif name == "memory":
+            nz_mem += v
+    return total, nz_cpu, nz_mem
+
+
+def _host_ports(pod: Pod) -> tuple[HostPort, ...]:
+    containers = list(pod.spec.containers or ()) + [c for c in pod.spec.init_containers or () if _is_sidecar(c)]
+    out = []
+    for c in containers:
+        for p in c.ports or ():
+            if p.host_port > 0:
+                out.append(HostPort(p.host_ip or "0.0.0.0", p.protocol or "TCP", p.host_port))
+    return tuple(out)
+
+
+def normalized_image(image: str) -> str:
+    """An image name with `:latest` appended when it has no tag, as ImageLocality compares them."""
+    if ":" in image.rsplit("/", 1)[-1] or "@" in image:
+        return image
+    return image + ":latest"
+
+
+def compile_pod(pod: Pod) -> PodInfo:
+    """Compile a pod once; plugins read the result in every cycle."""
+    meta = pod.metadata
+    requests, nz_cpu, nz_mem = compute_requests(pod)
+    containers = list(pod.spec.init_containers or ()) + list(pod.spec.containers or ())
+    return PodInfo(
+        pod=pod,
+        key=f"{meta.namespace}/{meta.name}",
+        uid=meta.uid,
+        namespace=meta.namespace,
+        name=meta.name,
+        labels=meta.labels or {},
+        priority=pod.spec.priority or 0,
+        requests=requests,
+        non_zero_cpu=nz_cpu,
+        non_zero_memory=nz_mem,
+        tolerations=tuple(pod.spec.tolerations or ()),
+        host_ports=_host_ports(pod),
+        images=tuple(normalized_image(c.image) for c in containers if c.image),
+        container_count=len(containers),
+    )

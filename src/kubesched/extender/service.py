@@ -1,0 +1,240 @@
+"""The extender's verbs over the shared core: bytes in, bytes out, no HTTP.
+
+filter and prioritize resolve the candidate nodes (names through the node cache, or full nodes
+decoded from the request), run the policy's plugins over all of them at once, and encode the
+reply kube-scheduler expects. bind posts a Binding; preempt lets the policy veto or trim victims.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+from dataclasses import dataclass
+
+import msgspec
+import numpy as np
+
+from kubesched.api import extender as wire
+from kubesched.api.core import Node
+from kubesched.cluster.cache import ClusterCache
+from kubesched.cluster.kubeclient import APIError, KubeClient
+from kubesched.core.nodetable import NodeTable, Rows
+from kubesched.core.podinfo import PodInfo, compile_pod
+from kubesched.framework.interfaces import CycleState, NodeBatch
+from kubesched.framework.policy import Policy
+from kubesched.framework.runtime import Framework, FrameworkError
+from kubesched.framework.status import Code
+
+log = logging.getLogger("kubesched.extender")
+
+_args = msgspec.json.Decoder(wire.ExtenderArgs)
+_bind_args = msgspec.json.Decoder(wire.ExtenderBindingArgs)
+_preempt_args = msgspec.json.Decoder(wire.ExtenderPreemptionArgs)
+_node = msgspec.json.Decoder(Node)
+_encoder = msgspec.json.Encoder()
+_EMPTY_META: dict[str, str] = {}
+
+
+class BadRequest(ValueError):
+    """The request cannot be served as sent (answered with HTTP 400 and this message)."""
+
+
+@dataclass
+class Candidates:
+    table: NodeTable
+    rows: Rows
+    raw: list[msgspec.Raw] | None  # full-node mode: the items to echo, aligned with rows
+
+
+class ExtenderService:
+    """One policy served over kube-scheduler's extender protocol."""
+
+    def __init__(
+        self, policy: Policy, framework: Framework, cache: ClusterCache, client: KubeClient | None = None
+    ) -> None:
+        self.policy = policy
+        self.framework = framework
+        self.cache = cache
+        self.client = client
+        self.rng = random.Random()
+
+    # ---- decoding ------------------------------------------------------------------------------
+
+    def _decode_args(self, body: bytes) -> tuple[wire.ExtenderArgs, PodInfo]:
+        try:
+            args = wire.decode(
+                body, wire.ExtenderArgs, _args, lambda a: a.Pod is not None and (a.Nodes or a.NodeNames) is not None
+            )
+        except wire.WireError as err:
+            raise BadRequest(str(err)) from None
+        if args.Pod is None:
+            raise BadRequest("invalid ExtenderArgs: Pod is missing or null")
+        if args.Nodes is None and args.NodeNames is None:
+            raise BadRequest("invalid ExtenderArgs: both Nodes and NodeNames are null; one must list the candidates")
+        try:
+            return args, compile_pod(args.Pod)
+        except ValueError as err:
+            raise BadRequest(f"invalid ExtenderArgs: Pod: {err}") from None
+
+    def _candidates(self, args: wire.ExtenderArgs) -> Candidates:
+        if args.NodeNames is not None:
+            # Names the cache does not know are skipped: the extender cannot judge them.
+            rows, _unknown = self.cache.table.rows_for(args.NodeNames)
+            return Candidates(self.cache.table, rows, None)
+        items = (args.Nodes.items if args.Nodes else None) or []
+        table = NodeTable(capacity=len(items))
+        raw: list[msgspec.Raw] = []
+        tracked = self.cache.tracks_pods
+        for i, item in enumerate(items):
+            try:
+                node = _node.decode(item)
+            except msgspec.DecodeError as err:
+                raise BadRequest(f"invalid ExtenderArgs: Nodes.items[{i}]: {err}") from None
+            name = node.metadata.name
+            if not name:
+                raise BadRequest(f"invalid ExtenderArgs: Nodes.items[{i}]: metadata.name is missing")
+            if name in table.index:
+                continue
+            row = table.upsert(node)
+            raw.append(item)
+            if tracked:
+                # Usage comes from the pods the cluster source knows on that node.
+                src = self.cache.table.index.get(name)
+                if src is not None:
+                    for pod in self.cache.table.pods_on(src).values():
+                        table.add_pod(row, pod)
+        return Candidates(table, np.arange(len(raw), dtype=np.intp), raw)
+
+    # ---- verbs ----------------------------------------------------------------------------------
+
+    def filter(self, body: bytes) -> bytes:
+        args, pod = self._decode_args(body)
+        cand = self._candidates(args)
+        failed: dict[str, str] = {}
+        unresolvable: dict[str, str] = {}
+        try:
+            outcome = self.framework.find_feasible(CycleState(), pod, NodeBatch(cand.table, cand.rows))
+        except FrameworkError as err:
+            return _encoder.encode(wire.ExtenderFilterResult(None, None, failed, unresolvable, str(err)))
+        names = cand.table.names
+        diagnosis = outcome.diagnosis
+        if diagnosis.pre_filter is not None:
+            target = unresolvable if diagnosis.pre_filter.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE else failed
+            message = diagnosis.pre_filter.message
+            for row in cand.rows.tolist():
+                target[names[row]] = message
+        for rej in diagnosis.rejections:
+            messages = [(s.message, s.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE) for s in rej.statuses]
+            for row, code in zip(rej.rows.tolist(), rej.codes.tolist(), strict=True):
+                message, hard = messages[code - 1]
+                (unresolvable if hard else failed)[names[row]] = message
+        if diagnosis.absent is not None:
+            passed_or_failed = set(failed) | set(unresolvable) | {names[r] for r in outcome.feasible.tolist()}
+            for row in cand.rows.tolist():
+                if names[row] not in passed_or_failed:
+                    unresolvable[names[row]] = diagnosis.absent.message
+        feasible = outcome.feasible.tolist()
+        if cand.raw is None:
+            result = wire.ExtenderFilterResult(None, [names[r] for r in feasible], failed, unresolvable, "")
+        else:
+            echo = wire.EchoNodeList(_EMPTY_META, [cand.raw[r] for r in feasible])
+            result = wire.ExtenderFilterResult(echo, None, failed, unresolvable, "")
+        return _encoder.encode(result)
+
+    def prioritize(self, body: bytes) -> bytes:
+        args, pod = self._decode_args(body)
+        cand = self._candidates(args)
+        nodes = NodeBatch(cand.table, cand.rows)
+        names = cand.table.names
+        try:
+            totals, weights = self.framework.prioritize(CycleState(), pod, nodes)
+        except FrameworkError as err:
+            # kube-scheduler ignores prioritize failures; the best we can do is say why in the log.
+            log.warning("prioritize failed for %s: %s", pod.key, err)
+            raise BadRequest(f"prioritize failed: {err}") from None
+        # Plugin totals are 0..100 per unit of weight; the extender protocol scores 0..10.
+        scores = totals // (10 * weights) if weights else np.zeros(len(nodes), dtype=np.int64)
+        scores = np.clip(scores, wire.MIN_EXTENDER_PRIORITY, wire.MAX_EXTENDER_PRIORITY)
+        return _encoder.encode(
+            [wire.HostPriority(names[r], s) for r, s in zip(cand.rows.tolist(), scores.tolist(), strict=True)]
+        )
+
+    async def bind(self, body: bytes) -> bytes:
+        try:
+            args = wire.decode(body, wire.ExtenderBindingArgs, _bind_args, lambda a: bool(a.PodName))
+        except wire.WireError as err:
+            raise BadRequest(str(err)) from None
+        missing = [k for k in ("PodName", "PodNamespace", "Node") if not getattr(args, k)]
+        if missing:
+            raise BadRequest(f"invalid ExtenderBindingArgs: {', '.join(missing)} missing or empty")
+        if self.client is None:
+            error = "this extender has no cluster connection (start it with --kubeconfig or in a cluster) to bind"
+            return _encoder.encode(wire.ExtenderBindingResult(error))
+        binding: dict[str, object] = {
+            "apiVersion": "v1",
+            "kind": "Binding",
+            "metadata": {"name": args.PodName, "namespace": args.PodNamespace},
+            "target": {"apiVersion": "v1", "kind": "Node", "name": args.Node},
+        }
+        if args.PodUID:
+            binding["metadata"] = {"name": args.PodName, "namespace": args.PodNamespace, "uid": args.PodUID}
+        path = f"/api/v1/namespaces/{args.PodNamespace}/pods/{args.PodName}/binding"
+        try:
+            await self.client.request("POST", path, binding)
+        except APIError as err:
+            msg = f"binding pod {args.PodNamespace}/{args.PodName} to node {args.Node} failed: {err}"
+            log.warning("%s", msg)
+            return _encoder.encode(wire.ExtenderBindingResult(msg))
+        except OSError as err:
+            msg = f"binding pod {args.PodNamespace}/{args.PodName} failed: API server unreachable: {err}"
+            return _encoder.encode(wire.ExtenderBindingResult(msg))
+        log.info("bound %s/%s to %s", args.PodNamespace, args.PodName, args.Node)
+        return _encoder.encode(wire.ExtenderBindingResult(""))
+
+    def preempt(self, body: bytes) -> bytes:
+        try:
+            args = wire.decode(
+                body,
+                wire.ExtenderPreemptionArgs,
+                _preempt_args,
+                lambda a: a.Pod is not None and (a.NodeNameToVictims or a.NodeNameToMetaVictims) is not None,
+            )
+        except wire.WireError as err:
+            raise BadRequest(str(err)) from None
+        if args.Pod is None:
+            raise BadRequest("invalid ExtenderPreemptionArgs: Pod is missing or null")
+        pod = compile_pod(args.Pod)
+        proposal: dict[str, tuple[list[str], int]] = {}
+        for node, v in (args.NodeNameToMetaVictims or {}).items():
+            if v is not None:
+                proposal[node] = ([p.UID for p in v.Pods or ()], v.NumPDBViolations)
+        for node, full in (args.NodeNameToVictims or {}).items():
+            if full is not None:
+                proposal[node] = ([p.metadata.uid for p in full.Pods or () if p is not None], full.NumPDBViolations)
+        out: dict[str, wire.MetaVictims] = {}
+        for node, (uids, pdb) in proposal.items():
+            kept = self._judge(pod, node, uids)
+            if kept:
+                out[node] = wire.MetaVictims([wire.MetaPod(u) for u in kept], pdb)
+        return _encoder.encode(wire.ExtenderPreemptionResult(out))
+
+    def _judge(self, pod: PodInfo, node: str, uids: list[str]) -> list[str] | None:
+        """The victims to keep on ``node``, or None when the policy vetoes the node."""
+        table = self.cache.table
+        row = table.index.get(node)
+        if row is not None:
+            # Would the policy take the pod there once the victims are gone?
+            removed = [p for p in (table.remove_pod(row, u) for u in uids) if p is not None]
+            try:
+                fits = len(self.framework.find_feasible(CycleState(), pod, NodeBatch(table, np.array([row]))).feasible)
+            except FrameworkError:
+                fits = 0
+            finally:
+                for p in removed:
+                    table.add_pod(row, p)
+            if not fits:
+                return None
+        if self.policy.preempt is not None:
+            kept = self.policy.preempt(pod, node, list(uids))
+            return None if kept is None else [u for u in kept if u in uids]
+        return uids

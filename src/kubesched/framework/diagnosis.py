@@ -1,0 +1,70 @@
+"""Why nodes were rejected in one cycle, and kube-scheduler's "0/N nodes are available" message."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from kubesched.core.nodetable import Rows
+from kubesched.framework.status import Codes, Status
+
+
+@dataclass(frozen=True)
+class Rejection:
+    """Rows one plugin rejected: row i failed with ``statuses[codes[i] - 1]``."""
+
+    rows: Rows
+    codes: Codes
+    statuses: tuple[Status, ...]
+
+
+@dataclass
+class Diagnosis:
+    """Every rejected node's first failing status, kept as arrays until someone asks."""
+
+    rejections: list[Rejection] = field(default_factory=list)
+    pre_filter: Status | None = None
+    absent: Status | None = None
+    post_filter_message: str = ""
+
+    def add(self, rows: Rows, codes: Codes, statuses: tuple[Status, ...]) -> None:
+        if len(rows):
+            self.rejections.append(Rejection(rows, codes, statuses))
+
+    def items(self) -> Iterator[tuple[int, Status]]:
+        """(row, status) for every rejected row."""
+        for rej in self.rejections:
+            for row, code in zip(rej.rows.tolist(), rej.codes.tolist(), strict=True):
+                yield row, rej.statuses[code - 1]
+
+    def rejected_count(self) -> int:
+        return sum(len(r.rows) for r in self.rejections)
+
+    def reason_counts(self) -> dict[str, int]:
+        """How many nodes gave each reason (a node counts once per reason of its status)."""
+        counts: dict[str, int] = {}
+        for rej in self.rejections:
+            values, numbers = np.unique(rej.codes, return_counts=True)
+            for code, n in zip(values.tolist(), numbers.tolist(), strict=True):
+                for reason in rej.statuses[code - 1].reasons:
+                    counts[reason] = counts.get(reason, 0) + n
+        return counts
+
+    def message(self, total_nodes: int) -> str:
+        """kube-scheduler's FitError text (framework/types.go), for a snapshot of ``total_nodes``."""
+        out = f"0/{total_nodes} nodes are available:"
+        if self.pre_filter is not None:
+            out += f" {self.pre_filter.message}."
+        else:
+            counts = self.reason_counts()
+            missing = total_nodes - self.rejected_count()
+            if missing > 0 and self.absent is not None:
+                for reason in self.absent.reasons:
+                    counts[reason] = counts.get(reason, 0) + missing
+            if counts:
+                out += " " + ", ".join(sorted(f"{n} {reason}" for reason, n in counts.items())) + "."
+        if self.post_filter_message:
+            out += " " + self.post_filter_message
+        return out

@@ -1,0 +1,202 @@
+"""The plugin API: kube-scheduler's extension points, in a batch form over many nodes at once.
+
+A Filter or Score plugin receives every candidate node in one call (`NodeBatch`: the node table
+and the candidate rows) and answers with one array. Plugins that are easier to write one node at
+a time derive from `NodeFilterPlugin` / `NodeScorePlugin`, which adapt a per-node method.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import numpy as np
+
+from kubesched.api.core import Node
+from kubesched.core.nodetable import IntColumn, NodeTable, Rows
+from kubesched.core.podinfo import PodInfo
+from kubesched.framework.status import SUCCESS, Code, Status, Verdicts
+
+MAX_NODE_SCORE = 100
+MIN_NODE_SCORE = 0
+
+
+class CycleState(dict[str, Any]):
+    """Per-pod scratch space for one scheduling cycle; plugins key it by their own name."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.skip_filter: set[str] = set()
+        self.skip_score: set[str] = set()
+
+
+@dataclass(frozen=True)
+class NodeBatch:
+    """The candidate nodes of one cycle: rows of a node table."""
+
+    table: NodeTable
+    rows: Rows
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def names(self) -> list[str]:
+        names = self.table.names
+        return [names[r] for r in self.rows.tolist()]
+
+
+@dataclass(frozen=True)
+class NodeInfo:
+    """One node seen through the table, for per-node plugins."""
+
+    table: NodeTable
+    row: int
+
+    @property
+    def node(self) -> Node:
+        return self.table.node(self.row)
+
+    @property
+    def name(self) -> str:
+        return self.table.names[self.row]
+
+    @property
+    def pods(self) -> Mapping[str, PodInfo]:
+        return self.table.pods_on(self.row)
+
+
+@dataclass(frozen=True)
+class PreFilterResult:
+    """PreFilter's answer: a status and, optionally, the only node names worth filtering."""
+
+    status: Status = SUCCESS
+    node_names: frozenset[str] | None = None
+
+
+@dataclass
+class Handle:
+    """What the framework offers plugins at construction: the profile's name and shared services."""
+
+    scheduler_name: str = "default-scheduler"
+    services: dict[str, Any] = field(default_factory=dict)
+
+
+class Plugin:
+    """Base of every plugin. Subclasses set `name` and, if they take args, `Args` (a msgspec Struct)."""
+
+    name: ClassVar[str] = ""
+    Args: ClassVar[type | None] = None
+
+    def __init__(self, args: Any = None, handle: Handle | None = None) -> None:
+        self.args = args
+        self.handle = handle or Handle()
+
+
+class PreEnqueuePlugin(Plugin):
+    def pre_enqueue(self, pod: PodInfo) -> Status:
+        raise NotImplementedError
+
+
+class QueueSortPlugin(Plugin):
+    def sort_key(self, pod: PodInfo, queued_at: float) -> tuple[Any, ...]:
+        """A key; the active queue pops the smallest first."""
+        raise NotImplementedError
+
+
+class PreFilterPlugin(Plugin):
+    def pre_filter(self, state: CycleState, pod: PodInfo, table: NodeTable) -> PreFilterResult:
+        raise NotImplementedError
+
+
+class FilterPlugin(Plugin):
+    def filter(self, state: CycleState, pod: PodInfo, nodes: NodeBatch) -> Verdicts:
+        raise NotImplementedError
+
+
+class NodeFilterPlugin(FilterPlugin):
+    """A Filter plugin written one node at a time."""
+
+    def filter_node(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status:
+        raise NotImplementedError
+
+    def filter(self, state: CycleState, pod: PodInfo, nodes: NodeBatch) -> Verdicts:
+        codes = np.zeros(len(nodes), dtype=np.int32)
+        statuses: list[Status] = []
+        seen: dict[Status, int] = {}
+        for i, row in enumerate(nodes.rows.tolist()):
+            status = self.filter_node(state, pod, NodeInfo(nodes.table, row))
+            if status.code != Code.SUCCESS:
+                code = seen.get(status)
+                if code is None:
+                    statuses.append(status)
+                    code = seen[status] = len(statuses)
+                codes[i] = code
+        return Verdicts(codes, statuses)
+
+
+class PostFilterPlugin(Plugin):
+    def post_filter(
+        self, state: CycleState, pod: PodInfo, table: NodeTable, diagnosis: Any
+    ) -> tuple[str | None, Status]:
+        """Try to make the pod schedulable later; returns a nominated node name and a status."""
+        raise NotImplementedError
+
+
+class PreScorePlugin(Plugin):
+    def pre_score(self, state: CycleState, pod: PodInfo, nodes: NodeBatch) -> Status:
+        raise NotImplementedError
+
+
+class ScorePlugin(Plugin):
+    def score(self, state: CycleState, pod: PodInfo, nodes: NodeBatch) -> IntColumn:
+        raise NotImplementedError
+
+    def normalize(self, state: CycleState, pod: PodInfo, nodes: NodeBatch, scores: IntColumn) -> IntColumn:
+        """NormalizeScore: rescale into [0, 100]. The default keeps the scores as they are."""
+        return scores
+
+
+class NodeScorePlugin(ScorePlugin):
+    """A Score plugin written one node at a time."""
+
+    def score_node(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> int:
+        raise NotImplementedError
+
+    def score(self, state: CycleState, pod: PodInfo, nodes: NodeBatch) -> IntColumn:
+        table = nodes.table
+        return np.fromiter(
+            (self.score_node(state, pod, NodeInfo(table, r)) for r in nodes.rows.tolist()),
+            dtype=np.int64,
+            count=len(nodes),
+        )
+
+
+class ReservePlugin(Plugin):
+    def reserve(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
+        raise NotImplementedError
+
+    def unreserve(self, state: CycleState, pod: PodInfo, node_name: str) -> None:
+        """Undo reserve; must be idempotent."""
+
+
+class PermitPlugin(Plugin):
+    def permit(self, state: CycleState, pod: PodInfo, node_name: str) -> tuple[Status, float]:
+        """Allow (SUCCESS), reject, or WAIT with a timeout in seconds."""
+        raise NotImplementedError
+
+
+class PreBindPlugin(Plugin):
+    async def pre_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
+        raise NotImplementedError
+
+
+class BindPlugin(Plugin):
+    async def bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
+        """Bind the pod, or return SKIP to let the next Bind plugin do it."""
+        raise NotImplementedError
+
+
+class PostBindPlugin(Plugin):
+    def post_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> None:
+        raise NotImplementedError

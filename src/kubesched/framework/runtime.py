@@ -1,0 +1,192 @@
+"""The framework: runs a profile's plugins over a batch of nodes, extension point by extension point."""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+
+import numpy as np
+
+from kubesched.core.nodetable import IntColumn, NodeTable, Rows
+from kubesched.core.podinfo import PodInfo
+from kubesched.framework.diagnosis import Diagnosis
+from kubesched.framework.interfaces import (
+    MAX_NODE_SCORE,
+    MIN_NODE_SCORE,
+    BindPlugin,
+    CycleState,
+    FilterPlugin,
+    Handle,
+    NodeBatch,
+    PermitPlugin,
+    PostBindPlugin,
+    PostFilterPlugin,
+    PreBindPlugin,
+    PreEnqueuePlugin,
+    PreFilterPlugin,
+    PreScorePlugin,
+    QueueSortPlugin,
+    ReservePlugin,
+    ScorePlugin,
+)
+from kubesched.framework.profile import BuiltPlugin, ProfileSpec, instantiate
+from kubesched.framework.registry import Registry
+from kubesched.framework.status import Code, Status
+
+
+class FrameworkError(RuntimeError):
+    """A plugin failed with an Error status (not a rejection): the attempt fails."""
+
+    def __init__(self, status: Status) -> None:
+        super().__init__(f"plugin {status.plugin!r} failed: {status.message}")
+        self.status = status
+
+
+@dataclass(frozen=True)
+class FilterOutcome:
+    feasible: Rows
+    diagnosis: Diagnosis
+
+
+class Framework:
+    """A profile's plugins, sorted by extension point, in profile order."""
+
+    def __init__(self, spec: ProfileSpec, built: list[BuiltPlugin]) -> None:
+        self.spec = spec
+        plugins = [b.plugin for b in built]
+        self.plugins = plugins
+        self.pre_enqueue = [p for p in plugins if isinstance(p, PreEnqueuePlugin)]
+        self.queue_sort = [p for p in plugins if isinstance(p, QueueSortPlugin)]
+        self.pre_filter = [p for p in plugins if isinstance(p, PreFilterPlugin)]
+        self.filter = [p for p in plugins if isinstance(p, FilterPlugin)]
+        self.post_filter = [p for p in plugins if isinstance(p, PostFilterPlugin)]
+        self.pre_score = [p for p in plugins if isinstance(p, PreScorePlugin)]
+        self.score = [(b.plugin, b.weight) for b in built if isinstance(b.plugin, ScorePlugin)]
+        self.reserve = [p for p in plugins if isinstance(p, ReservePlugin)]
+        self.permit = [p for p in plugins if isinstance(p, PermitPlugin)]
+        self.pre_bind = [p for p in plugins if isinstance(p, PreBindPlugin)]
+        self.bind = [p for p in plugins if isinstance(p, BindPlugin)]
+        self.post_bind = [p for p in plugins if isinstance(p, PostBindPlugin)]
+
+    @classmethod
+    def build(cls, spec: ProfileSpec, registry: Registry, handle: Handle | None = None, path: str = "") -> Framework:
+        """Validate the profile and build its plugins; raises ProfileError with every problem."""
+        return cls(spec, instantiate(spec, registry, handle, path))
+
+    # ---- PreFilter / Filter -------------------------------------------------------------------
+
+    def run_pre_filter(self, state: CycleState, pod: PodInfo, table: NodeTable) -> tuple[Status, frozenset[str] | None]:
+        """Run PreFilter plugins: a rejection status, or SUCCESS and the node names left (None = all)."""
+        allowed: frozenset[str] | None = None
+        narrowed_by: list[str] = []
+        rejected: Status | None = None
+        for plugin in self.pre_filter:
+            result = plugin.pre_filter(state, pod, table)
+            status = result.status.with_plugin(plugin.name)
+            if status.code == Code.SKIP:
+                state.skip_filter.add(plugin.name)
+                continue
+            if status.code == Code.ERROR:
+                raise FrameworkError(status)
+            if status.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
+                return status, None
+            if status.rejected:
+                rejected = status
+                continue
+            if result.node_names is not None:
+                allowed = result.node_names if allowed is None else allowed & result.node_names
+                narrowed_by.append(plugin.name)
+                if not allowed:
+                    names = sorted(narrowed_by)
+                    msg = (
+                        f"node(s) didn't satisfy plugin {names[0]}"
+                        if len(names) == 1
+                        else f"node(s) didn't satisfy plugin(s) [{' '.join(names)}] simultaneously"
+                    )
+                    return Status.unresolvable(msg).with_plugin(names[0]), None
+        if rejected is not None:
+            return rejected, None
+        state["#prefilter-narrowed-by"] = sorted(narrowed_by)
+        return Status(), allowed
+
+    def run_filter(self, state: CycleState, pod: PodInfo, nodes: NodeBatch, diagnosis: Diagnosis) -> Rows:
+        """Run Filter plugins in order over the candidates; returns the feasible rows.
+
+        Each plugin sees only the rows every earlier plugin passed, so each rejected node keeps
+        the status of the first plugin that failed it, as in kube-scheduler.
+        """
+        rows = nodes.rows
+        for plugin in self.filter:
+            if not len(rows):
+                break
+            if plugin.name in state.skip_filter:
+                continue
+            verdicts = plugin.filter(state, pod, NodeBatch(nodes.table, rows))
+            codes = verdicts.codes
+            failed = codes != 0
+            if not failed.any():
+                continue
+            statuses = tuple(s.with_plugin(plugin.name) for s in verdicts.statuses)
+            for s in statuses:
+                if s.code == Code.ERROR:
+                    raise FrameworkError(s)
+            diagnosis.add(rows[failed], codes[failed], statuses)
+            rows = rows[~failed]
+        return rows
+
+    def find_feasible(self, state: CycleState, pod: PodInfo, nodes: NodeBatch) -> FilterOutcome:
+        """PreFilter then Filter over ``nodes``, with every rejection recorded."""
+        diagnosis = Diagnosis()
+        status, allowed = self.run_pre_filter(state, pod, nodes.table)
+        if status.rejected:
+            diagnosis.pre_filter = status
+            return FilterOutcome(nodes.rows[:0], diagnosis)
+        rows = nodes.rows
+        if allowed is not None:
+            names = nodes.table.names
+            keep = np.fromiter((names[r] in allowed for r in rows.tolist()), dtype=np.bool_, count=len(rows))
+            narrowed = state.get("#prefilter-narrowed-by", [])
+            diagnosis.absent = Status.unresolvable(f"node(s) didn't satisfy plugin(s) [{' '.join(narrowed)}]")
+            rows = rows[keep]
+        feasible = self.run_filter(state, pod, NodeBatch(nodes.table, rows), diagnosis)
+        return FilterOutcome(feasible, diagnosis)
+
+    # ---- PreScore / Score ---------------------------------------------------------------------
+
+    def run_pre_score(self, state: CycleState, pod: PodInfo, nodes: NodeBatch) -> None:
+        for plugin in self.pre_score:
+            status = plugin.pre_score(state, pod, nodes).with_plugin(plugin.name)
+            if status.code == Code.SKIP:
+                state.skip_score.add(plugin.name)
+            elif not status.ok:
+                raise FrameworkError(status)
+
+    def run_score(self, state: CycleState, pod: PodInfo, nodes: NodeBatch) -> tuple[IntColumn, int]:
+        """Weighted totals per node, and the sum of the weights that took part (for rescaling)."""
+        totals = np.zeros(len(nodes), dtype=np.int64)
+        weight_sum = 0
+        for plugin, weight in self.score:
+            if plugin.name in state.skip_score:
+                continue
+            scores = plugin.normalize(state, pod, nodes, plugin.score(state, pod, nodes))
+            if len(scores) and (scores.min() < MIN_NODE_SCORE or scores.max() > MAX_NODE_SCORE):
+                bad = int(scores[(scores < MIN_NODE_SCORE) | (scores > MAX_NODE_SCORE)][0])
+                raise FrameworkError(
+                    Status.error(
+                        f"plugin {plugin.name!r} returns an invalid score {bad}, it should in the range of "
+                        f"[{MIN_NODE_SCORE}, {MAX_NODE_SCORE}] after normalizing"
+                    ).with_plugin(plugin.name)
+                )
+            totals += scores * weight
+            weight_sum += weight
+        return totals, weight_sum
+
+    def prioritize(self, state: CycleState, pod: PodInfo, nodes: NodeBatch) -> tuple[IntColumn, int]:
+        self.run_pre_score(state, pod, nodes)
+        return self.run_score(state, pod, nodes)
+
+
+def select_host(totals: IntColumn, rng: random.Random) -> int:
+    """Index of the highest total, ties broken uniformly at random."""
+    best = np.flatnonzero(totals == totals.max())
+    return int(best[0]) if len(best) == 1 else int(best[rng.randrange(len(best))])

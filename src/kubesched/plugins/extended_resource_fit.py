@@ -1,0 +1,61 @@
+"""ExtendedResourceFit (Filter): the free amount of one extended resource must cover the pod's need.
+
+Made for extenders that manage a resource kube-scheduler ignores (`ignoredByScheduler`): the need is
+the sum over the pod's containers of the request, or of the limit where a container sets no request;
+free is allocatable minus what the pods known on the node request (0 when no pods are tracked).
+"""
+
+from __future__ import annotations
+
+import msgspec
+
+from kubesched.core.podinfo import PodInfo
+from kubesched.core.quantity import QuantityError, to_int
+from kubesched.framework.interfaces import CycleState, FilterPlugin, Handle, NodeBatch
+from kubesched.framework.status import Status, Verdicts
+
+
+class ExtendedResourceFitArgs(msgspec.Struct, forbid_unknown_fields=True):
+    resource: str = "example.com/custom-resource"
+
+
+def resource_need(pod: PodInfo, resource: str) -> int:
+    """Sum over containers of request, else limit (cached on the pod)."""
+    key = f"need:{resource}"
+    cached = pod.cache.get(key)
+    if isinstance(cached, int):
+        return cached
+    need = 0
+    for c in pod.pod.spec.containers or ():
+        res = c.resources
+        if res is None:
+            continue
+        q = (res.requests or {}).get(resource)
+        if q is None:
+            q = (res.limits or {}).get(resource)
+        if q is not None:
+            try:
+                need += to_int(q)
+            except QuantityError:
+                pass
+    pod.cache[key] = need
+    return need
+
+
+class ExtendedResourceFit(FilterPlugin):
+    name = "ExtendedResourceFit"
+    Args = ExtendedResourceFitArgs
+
+    def __init__(self, args: ExtendedResourceFitArgs | None = None, handle: Handle | None = None) -> None:
+        super().__init__(args or ExtendedResourceFitArgs(), handle)
+        if "/" not in self.args.resource:
+            raise ValueError(f"resource: {self.args.resource!r} is not an extended resource name (domain/name)")
+        self._status = Status.unschedulable(f"Insufficient {self.args.resource}")
+
+    def filter(self, state: CycleState, pod: PodInfo, nodes: NodeBatch) -> Verdicts:
+        need = resource_need(pod, self.args.resource)
+        if need == 0:
+            return Verdicts.all_pass(len(nodes))
+        table, rows = nodes.table, nodes.rows
+        free = table.allocatable(self.args.resource)[rows] - table.requested(self.args.resource)[rows]
+        return Verdicts.from_mask(free < need, self._status)

@@ -1,0 +1,25 @@
+"""NodeName: a pod that names its node fits only that node."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from kubesched.core.podinfo import PodInfo
+from kubesched.framework.interfaces import CycleState, FilterPlugin, NodeBatch
+from kubesched.framework.status import Status, Verdicts
+
+ERR_REASON = "node(s) didn't match the requested node name"
+
+
+class NodeName(FilterPlugin):
+    """Filter: ``spec.nodeName`` empty or equal to the node's name."""
+
+    name: ClassVar[str] = "NodeName"
+    _status = Status.unresolvable(ERR_REASON)
+
+    def filter(self, state: CycleState, pod: PodInfo, nodes: NodeBatch) -> Verdicts:
+        wanted = pod.pod.spec.node_name
+        if not wanted:
+            return Verdicts.all_pass(len(nodes))
+        row = nodes.table.index.get(wanted)
+        return Verdicts.from_mask(nodes.rows != (-1 if row is None else row), self._status)

@@ -1,0 +1,24 @@
+"""NodeUnschedulable: cordoned nodes take only pods that tolerate the unschedulable taint."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from kubesched.core.podinfo import PodInfo
+from kubesched.core.tolerations import UNSCHEDULABLE_TAINT, tolerated
+from kubesched.framework.interfaces import CycleState, FilterPlugin, NodeBatch
+from kubesched.framework.status import Status, Verdicts
+
+ERR_REASON = "node(s) were unschedulable"
+
+
+class NodeUnschedulable(FilterPlugin):
+    """Filter: a cordoned node fails unless the pod tolerates node.kubernetes.io/unschedulable:NoSchedule."""
+
+    name: ClassVar[str] = "NodeUnschedulable"
+    _status = Status.unresolvable(ERR_REASON)
+
+    def filter(self, state: CycleState, pod: PodInfo, nodes: NodeBatch) -> Verdicts:
+        if tolerated(pod.tolerations, UNSCHEDULABLE_TAINT):
+            return Verdicts.all_pass(len(nodes))
+        return Verdicts.from_mask(nodes.table.unschedulable()[nodes.rows], self._status)

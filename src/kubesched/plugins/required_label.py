@@ -1,0 +1,30 @@
+"""RequiredLabel (Filter): nodes must carry a label key (any value), e.g. `custom`."""
+
+from __future__ import annotations
+
+import msgspec
+
+from kubesched.core.podinfo import PodInfo
+from kubesched.framework.interfaces import CycleState, FilterPlugin, Handle, NodeBatch
+from kubesched.framework.status import Status, Verdicts
+
+
+class RequiredLabelArgs(msgspec.Struct, forbid_unknown_fields=True):
+    label: str = "custom"
+
+
+class RequiredLabel(FilterPlugin):
+    """Rejects nodes without the label, UnschedulableAndUnresolvable: preemption cannot add a label."""
+
+    name = "RequiredLabel"
+    Args = RequiredLabelArgs
+
+    def __init__(self, args: RequiredLabelArgs | None = None, handle: Handle | None = None) -> None:
+        super().__init__(args or RequiredLabelArgs(), handle)
+        if not self.args.label:
+            raise ValueError("label: must not be empty")
+        self._status = Status.unresolvable(f"node(s) didn't have label {self.args.label}")
+
+    def filter(self, state: CycleState, pod: PodInfo, nodes: NodeBatch) -> Verdicts:
+        codes, _ = nodes.table.label_codes(self.args.label)
+        return Verdicts.from_mask(codes[nodes.rows] < 0, self._status)

@@ -1,0 +1,38 @@
+"""TaintToleration: NoSchedule/NoExecute taints must be tolerated; untolerated PreferNoSchedule ones cost score."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from kubesched.core.nodetable import IntColumn
+from kubesched.core.podinfo import PodInfo
+from kubesched.core.tolerations import DO_NOT_SCHEDULE, PREFER_NO_SCHEDULE, any_untolerated, count_untolerated
+from kubesched.framework.interfaces import CycleState, FilterPlugin, NodeBatch, ScorePlugin
+from kubesched.framework.status import Status, Verdicts
+from kubesched.plugins.helper import default_normalize_score
+
+ERR_REASON = "node(s) had untolerated taint(s)"
+_PREFER = frozenset({PREFER_NO_SCHEDULE})
+
+
+class TaintToleration(FilterPlugin, ScorePlugin):
+    """Filter on NoSchedule/NoExecute taints; Score counts untolerated PreferNoSchedule taints, reversed.
+
+    Upstream's PreScore only gathers the tolerations Score uses and never skips, so it is folded into Score.
+    """
+
+    name: ClassVar[str] = "TaintToleration"
+    default_weight: ClassVar[int] = 3
+    _status = Status.unresolvable(ERR_REASON)
+
+    def filter(self, state: CycleState, pod: PodInfo, nodes: NodeBatch) -> Verdicts:
+        index = nodes.table.taint_index()
+        if not index.taints:
+            return Verdicts.all_pass(len(nodes))
+        return Verdicts.from_mask(any_untolerated(index, pod.tolerations, DO_NOT_SCHEDULE, nodes.rows), self._status)
+
+    def score(self, state: CycleState, pod: PodInfo, nodes: NodeBatch) -> IntColumn:
+        return count_untolerated(nodes.table.taint_index(), pod.tolerations, _PREFER, nodes.rows)
+
+    def normalize(self, state: CycleState, pod: PodInfo, nodes: NodeBatch, scores: IntColumn) -> IntColumn:
+        return default_normalize_score(scores, reverse=True)

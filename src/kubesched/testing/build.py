@@ -1,0 +1,213 @@
+"""Build kube-apiserver, kube-scheduler and etcd from the Go module proxy, once per version.
+
+The Kubernetes replace block is generated from upstream's own go.mod (every
+``k8s.io/NAME => ./staging/src/k8s.io/NAME`` line becomes a replace to the
+matching ``v0.MINOR.PATCH`` tag), so a new release needs no hand edits.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import re
+import shutil
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+KUBERNETES_VERSION = "1.35.4"
+ETCD_VERSION = "3.6.16"
+BINARIES = ("kube-apiserver", "kube-scheduler", "etcd")
+
+
+class BuildError(RuntimeError):
+    """The control-plane binaries could not be built."""
+
+
+@dataclass(frozen=True)
+class Binaries:
+    """Paths of the three control-plane programs."""
+
+    kube_apiserver: Path
+    kube_scheduler: Path
+    etcd: Path
+
+
+def cache_root() -> Path:
+    """The cache folder: $KUBESCHED_CACHE, else ~/.cache/kubesched/controlplane."""
+    env = os.environ.get("KUBESCHED_CACHE")
+    return Path(env) if env else Path.home() / ".cache" / "kubesched" / "controlplane"
+
+
+def _key_dir(root: Path, k8s: str, etcd: str) -> Path:
+    goos = os.uname().sysname.lower()
+    arch = {"x86_64": "amd64", "aarch64": "arm64"}.get(os.uname().machine, os.uname().machine)
+    return root / f"k8s-v{k8s}-etcd-v{etcd}-{goos}-{arch}"
+
+
+def _binaries(bindir: Path) -> Binaries:
+    return Binaries(bindir / "kube-apiserver", bindir / "kube-scheduler", bindir / "etcd")
+
+
+def _overrides() -> Binaries | None:
+    """Prebuilt binaries named by $KUBESCHED_BIN_DIR, if all three are there."""
+    env = os.environ.get("KUBESCHED_BIN_DIR")
+    if not env:
+        return None
+    found = _binaries(Path(env))
+    missing = [str(p) for p in (found.kube_apiserver, found.kube_scheduler, found.etcd) if not p.is_file()]
+    if missing:
+        raise BuildError(f"KUBESCHED_BIN_DIR={env} lacks: {', '.join(missing)}")
+    return found
+
+
+def cached(k8s: str = KUBERNETES_VERSION, etcd: str = ETCD_VERSION) -> Binaries | None:
+    """The binaries if they are built already, else None (never builds)."""
+    override = _overrides()
+    if override:
+        return override
+    key = _key_dir(cache_root(), k8s, etcd)
+    stamp = key / "stamp.json"
+    if not stamp.is_file():
+        return None
+    if json.loads(stamp.read_text()).get("versions") != {"kubernetes": k8s, "etcd": etcd}:
+        return None
+    bins = _binaries(key / "bin")
+    if all(p.is_file() for p in (bins.kube_apiserver, bins.kube_scheduler, bins.etcd)):
+        return bins
+    return None
+
+
+def go_available() -> str | None:
+    """None when Go can build here, else the reason it cannot."""
+    if shutil.which("go") is None:
+        return "the go toolchain is not on PATH"
+    return None
+
+
+def _run(cmd: list[str], cwd: Path, env: dict[str, str], log: Path) -> None:
+    with log.open("a") as out:
+        out.write(f"$ {' '.join(cmd)}\n")
+        out.flush()
+        proc = subprocess.run(cmd, cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT)
+    if proc.returncode != 0:
+        tail = log.read_text().splitlines()[-30:]
+        raise BuildError(f"{' '.join(cmd)} failed (exit {proc.returncode}); last lines of {log}:\n" + "\n".join(tail))
+
+
+def _go_env(root: Path) -> dict[str, str]:
+    env = dict(os.environ)
+    env.update(
+        GOMODCACHE=str(root / "gomod"),
+        GOCACHE=str(root / "gocache"),
+        GOFLAGS="-mod=mod",
+        CGO_ENABLED="0",
+        GOTOOLCHAIN=env.get("GOTOOLCHAIN", "auto"),
+    )
+    return env
+
+
+def staging_replaces(upstream_gomod: str, k8s: str) -> tuple[str, list[str]]:
+    """The go directive and one replace line per staging module of upstream's go.mod."""
+    go_directive = re.search(r"^go\s+(\S+)", upstream_gomod, re.M)
+    if go_directive is None:
+        raise BuildError("upstream go.mod has no go directive")
+    minor_patch = k8s.split(".", 1)[1]
+    names = re.findall(r"^\s*k8s\.io/(\S+)\s*=>\s*\./staging/src/k8s\.io/\S+", upstream_gomod, re.M)
+    if not names:
+        raise BuildError("upstream go.mod lists no staging modules")
+    return go_directive.group(1), [f"k8s.io/{n} => k8s.io/{n} v0.{minor_patch}" for n in names]
+
+
+def _build_kubernetes(work: Path, out: Path, k8s: str, env: dict[str, str], log: Path) -> None:
+    work.mkdir(parents=True, exist_ok=True)
+    (work / "go.mod").write_text("module kubesched.local/build\n\ngo 1.25.0\n")
+    dl = subprocess.run(
+        ["go", "mod", "download", "-json", f"k8s.io/kubernetes@v{k8s}"],
+        cwd=work, env=env, capture_output=True, text=True,
+    )
+    if dl.returncode != 0:
+        raise BuildError(f"cannot fetch k8s.io/kubernetes@v{k8s} from the module proxy: {dl.stdout}{dl.stderr}")
+    gomod = Path(json.loads(dl.stdout)["GoMod"]).read_text()
+    go_directive, replaces = staging_replaces(gomod, k8s)
+    (work / "go.mod").write_text(
+        "module kubesched.local/build\n\n"
+        f"go {go_directive}\n\n"
+        "// generated from k8s.io/kubernetes@v" + k8s + "'s go.mod: each staging module at its tag\n"
+        "replace (\n" + "".join(f"\t{r}\n" for r in replaces) + ")\n"
+    )
+    minor = k8s.split(".")[1]
+    ldflags = (
+        f"-X k8s.io/component-base/version.gitVersion=v{k8s} "
+        f"-X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor={minor} "
+        "-X k8s.io/component-base/version.gitTreeState=clean -s -w"
+    )
+    for prog in ("kube-apiserver", "kube-scheduler"):
+        _run(["go", "get", f"k8s.io/kubernetes/cmd/{prog}@v{k8s}"], work, env, log)
+    for prog in ("kube-apiserver", "kube-scheduler"):
+        _run(
+            ["go", "build", "-trimpath", "-ldflags", ldflags, "-o", str(out / prog), f"k8s.io/kubernetes/cmd/{prog}"],
+            work, env, log,
+        )
+
+
+def _build_etcd(work: Path, out: Path, etcd: str, env: dict[str, str], log: Path) -> None:
+    work.mkdir(parents=True, exist_ok=True)
+    (work / "go.mod").write_text("module kubesched.local/etcdbuild\n\ngo 1.25.0\n")
+    _run(["go", "get", f"go.etcd.io/etcd/server/v3@v{etcd}"], work, env, log)
+    _run(["go", "build", "-trimpath", "-ldflags", "-s -w", "-o", str(out / "etcd"), "go.etcd.io/etcd/server/v3"],
+         work, env, log)
+
+
+def ensure(k8s: str = KUBERNETES_VERSION, etcd: str = ETCD_VERSION, *, echo: bool = False) -> Binaries:
+    """Return the binaries, building them first if the cache lacks them (under a file lock)."""
+    found = cached(k8s, etcd)
+    if found:
+        return found
+    reason = go_available()
+    if reason:
+        raise BuildError(reason)
+    root = cache_root()
+    key = _key_dir(root, k8s, etcd)
+    key.mkdir(parents=True, exist_ok=True)
+    with (key / ".lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        found = cached(k8s, etcd)
+        if found:
+            return found
+        env = _go_env(root)
+        log = key / "build.log"
+        tmp = key / "bin.tmp"
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir()
+        times: dict[str, float] = {}
+        start = time.monotonic()
+        if echo:
+            print(f"building etcd v{etcd} (log: {log})", flush=True)
+        _build_etcd(key / "build-etcd", tmp, etcd, env, log)
+        times["etcd"] = time.monotonic() - start
+        if echo:
+            print(f"building kube-apiserver and kube-scheduler v{k8s} (log: {log})", flush=True)
+        _build_kubernetes(key / "build-k8s", tmp, k8s, env, log)
+        times["kubernetes"] = time.monotonic() - start - times["etcd"]
+        for prog in ("kube-apiserver", "kube-scheduler"):
+            version = subprocess.run([str(tmp / prog), "--version"], capture_output=True, text=True).stdout
+            if f"v{k8s}" not in version:
+                raise BuildError(f"{prog} --version printed {version!r}, expected v{k8s}")
+        shutil.rmtree(key / "bin", ignore_errors=True)
+        tmp.rename(key / "bin")
+        (key / "stamp.json").write_text(
+            json.dumps({"versions": {"kubernetes": k8s, "etcd": etcd}, "seconds": times}, indent=1)
+        )
+        if echo:
+            print(f"built in {sum(times.values()):.0f}s: {times}", flush=True)
+    return _binaries(key / "bin")
+
+
+if __name__ == "__main__":
+    # scripts/build-control-plane: build what is missing, then show where the binaries are.
+    built = ensure(echo=True)
+    for path in (built.etcd, built.kube_apiserver, built.kube_scheduler):
+        print(path)

@@ -1,0 +1,208 @@
+"""The real-control-plane harness end to end: etcd + kube-apiserver + kube-scheduler as child processes."""
+
+from __future__ import annotations
+
+import os
+import queue
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kubesched.testing import build
+from kubesched.testing.controlplane import ApiError, ControlPlane
+from kubesched.testing.kubeconfig import client_from_kubeconfig
+from kubesched.testing.process import port_open
+
+pytestmark = pytest.mark.controlplane
+
+MINIMAL_SCHEDULER = {
+    "apiVersion": "kubescheduler.config.k8s.io/v1",
+    "kind": "KubeSchedulerConfiguration",
+    "leaderElection": {"leaderElect": False},
+    "profiles": [{"schedulerName": "default-scheduler"}],
+}
+
+
+def _pod(name: str, node: str, cpu: str = "100m") -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name},
+        "spec": {
+            # Pinned by label so pods of other tests' nodes do not matter.
+            "nodeSelector": {"kubernetes.io/hostname": node},
+            "containers": [
+                {"name": "c", "image": "registry.k8s.io/pause:3.10", "resources": {"requests": {"cpu": cpu}}}
+            ],
+        },
+    }
+
+
+@pytest.fixture
+def node(control_plane: ControlPlane) -> Iterator[str]:
+    name = f"node-{uuid.uuid4().hex[:8]}"
+    control_plane.create_node(name)
+    yield name
+    control_plane.delete_node(name)
+
+
+def test_apiserver_reports_version(control_plane: ControlPlane) -> None:
+    assert control_plane.api("GET", "/version")["gitVersion"] == f"v{build.KUBERNETES_VERSION}"
+
+
+def test_node_status_is_stored(control_plane: ControlPlane) -> None:
+    name = f"node-{uuid.uuid4().hex[:8]}"
+    allocatable = {"cpu": "4", "memory": "8Gi", "pods": "20", "example.com/gpu": "2"}
+    created = control_plane.create_node(
+        name,
+        labels={"topology.kubernetes.io/zone": "z1"},
+        taints=[{"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}],
+        allocatable=allocatable,
+    )
+    try:
+        assert created["status"]["allocatable"] == allocatable
+        got = control_plane.api("GET", f"/api/v1/nodes/{name}")
+        assert got["status"]["allocatable"] == allocatable
+        assert got["status"]["capacity"] == allocatable
+        conditions = {c["type"]: c["status"] for c in got["status"]["conditions"]}
+        assert conditions["Ready"] == "True"
+        assert got["metadata"]["labels"]["kubernetes.io/hostname"] == name
+        assert got["metadata"]["labels"]["topology.kubernetes.io/zone"] == "z1"
+        # Only our taint: TaintNodesByCondition is off, so no node.kubernetes.io/not-ready taint appears.
+        assert [t["key"] for t in got["spec"]["taints"]] == ["dedicated"]
+    finally:
+        control_plane.delete_node(name)
+    with pytest.raises(ApiError) as err:
+        control_plane.api("GET", f"/api/v1/nodes/{name}")
+    assert err.value.status == 404
+
+
+def test_client_certificates_map_to_rbac_identities(control_plane: ControlPlane) -> None:
+    with client_from_kubeconfig(control_plane.kubeconfig("nobody", ["some-team"])) as nobody:
+        denied = nobody.get("/api/v1/nodes")
+    assert denied.status_code == 403
+    assert 'User "nobody"' in denied.json()["message"]
+    with client_from_kubeconfig(control_plane.kubeconfig("system:kube-scheduler")) as sched:
+        assert sched.get("/api/v1/nodes").status_code == 200
+    with client_from_kubeconfig(control_plane.admin_kubeconfig) as admin:
+        assert admin.get("/api/v1/nodes").status_code == 200
+
+
+def test_kube_scheduler_binds_a_pod(control_plane: ControlPlane, kube_namespace: str, node: str) -> None:
+    sched = control_plane.start_scheduler(MINIMAL_SCHEDULER, name="binds-a-pod")
+    try:
+        control_plane.api("POST", f"/api/v1/namespaces/{kube_namespace}/pods", _pod("probe", node))
+        assert control_plane.wait_pod_bound(kube_namespace, "probe") == node
+        events = control_plane.api("GET", f"/api/v1/namespaces/{kube_namespace}/events")["items"]
+        assert any(e["reason"] == "Scheduled" and e["involvedObject"]["name"] == "probe" for e in events)
+    finally:
+        sched.stop()
+
+
+def test_scheduler_can_be_stopped_and_restarted(control_plane: ControlPlane, kube_namespace: str, node: str) -> None:
+    sched = control_plane.start_scheduler(MINIMAL_SCHEDULER, name="restartable")
+    first_pid = sched.pid
+    sched.stop()
+    assert not sched.running
+    try:
+        control_plane.api("POST", f"/api/v1/namespaces/{kube_namespace}/pods", _pod("waits", node))
+        time.sleep(2)
+        pod = control_plane.api("GET", f"/api/v1/namespaces/{kube_namespace}/pods/waits")
+        assert not pod["spec"].get("nodeName"), "bound with no scheduler running"
+        sched.restart()
+        assert sched.running and sched.pid != first_pid
+        assert control_plane.wait_pod_bound(kube_namespace, "waits") == node
+    finally:
+        sched.stop()
+
+
+def _read_lines(stream: Any, into: queue.Queue[str]) -> None:
+    for line in stream:
+        into.put(line)
+
+
+def _wait_line(lines: queue.Queue[str], seen: list[str], pattern: str, timeout: float) -> re.Match[str]:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            line = lines.get(timeout=0.5)
+        except queue.Empty:
+            continue
+        seen.append(line)
+        if found := re.search(pattern, line):
+            return found
+    pytest.fail(f"no line matching {pattern!r} within {timeout:.0f}s; output:\n{''.join(seen)}")
+
+
+def test_dev_cluster_up_subprocess(control_plane_binaries: build.Binaries) -> None:
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "kubesched", "dev-cluster", "up", "--nodes", "2"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=env,
+        start_new_session=True,  # our SIGINT goes to it alone, like a Ctrl-C in its own terminal
+    )
+    lines: queue.Queue[str] = queue.Queue()
+    seen: list[str] = []
+    threading.Thread(target=_read_lines, args=(proc.stdout, lines), daemon=True).start()
+    try:
+        etcd_port = int(_wait_line(lines, seen, r"etcd http://127\.0\.0\.1:(\d+)", 180).group(1))
+        api_port = int(_wait_line(lines, seen, r"kube-apiserver https://127\.0\.0\.1:(\d+)", 180).group(1))
+        sched_port = int(_wait_line(lines, seen, r"kube-scheduler https://127\.0\.0\.1:(\d+)", 120).group(1))
+        kubeconfig = Path(_wait_line(lines, seen, r"^export KUBECONFIG=(\S+)$", 120).group(1))
+        with client_from_kubeconfig(kubeconfig) as client:
+            nodes = client.get("/api/v1/nodes").json()["items"]
+        assert sorted(n["metadata"]["name"] for n in nodes) == ["node-0", "node-1"]
+        assert all(n["status"]["allocatable"]["cpu"] == "8" for n in nodes)
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=60) == 0, "".join(seen)
+        for port in (etcd_port, api_port, sched_port):
+            assert not port_open(port), f"port {port} still open after dev-cluster exited"
+        assert not kubeconfig.exists(), "working directory not cleaned up"
+    finally:
+        if proc.poll() is None:
+            proc.kill()  # its children die with it (PR_SET_PDEATHSIG)
+            proc.wait()
+
+
+FAILING_SUITE = """
+import pytest
+
+@pytest.mark.controlplane
+def test_fails(control_plane):
+    assert control_plane.api("GET", "/version")["gitVersion"] == "no such version"
+"""
+
+
+def test_failed_test_keeps_control_plane_logs(control_plane_binaries: build.Binaries, tmp_path: Path) -> None:
+    (tmp_path / "test_inner.py").write_text(FAILING_SUITE)
+    env = {k: v for k, v in os.environ.items() if k != "KUBESCHED_KEEP_LOGS"}
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(tmp_path / "test_inner.py")],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 1, result.stdout + result.stderr
+    found = re.search(r"kubesched control-plane logs kept in (\S+)", result.stdout)
+    assert found, result.stdout
+    logs = Path(found.group(1))
+    try:
+        assert {"etcd.log", "kube-apiserver.log"} <= {p.name for p in logs.iterdir()}
+        assert "--secure-port=" in (logs / "kube-apiserver.log").read_text()
+    finally:
+        shutil.rmtree(logs.parent)
