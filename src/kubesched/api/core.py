@@ -34,7 +34,7 @@ class ResourceRequirements(_K):
 class ContainerPort(_K):
     container_port: int = 0
     host_port: int = 0
-    host_ip: str = ""
+    host_ip: str = msgspec.field(default="", name="hostIP")  # "hostIP" in the API, not camel "hostIp"
     protocol: str = ""
 
 

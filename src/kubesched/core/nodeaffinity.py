@@ -165,7 +165,7 @@ def _label_requirement(req: NodeSelectorRequirement, path: str) -> tuple[LabelRe
                 f"{path}.values: Invalid value: {list(values)}: for 'Gt', 'Lt' operators, exactly one value is required"
             )
         errors += [
-            f'{path}.values[{i}]: Invalid value: "{v}": for \'Gt\', \'Lt\' operators, the value must be an integer'
+            f"{path}.values[{i}]: Invalid value: \"{v}\": for 'Gt', 'Lt' operators, the value must be an integer"
             for i, v in enumerate(values)
             if parse_int64(v) is None
         ]
@@ -225,9 +225,7 @@ class Selector:
 def compile_selector(selector: NodeSelector, path: str = "") -> Selector:
     terms = selector.node_selector_terms or []
     return Selector(
-        tuple(
-            compile_term(t, f"{path}nodeSelectorTerms[{i}].") for i, t in enumerate(terms) if not is_empty_term(t)
-        )
+        tuple(compile_term(t, f"{path}nodeSelectorTerms[{i}].") for i, t in enumerate(terms) if not is_empty_term(t))
     )
 
 

@@ -23,6 +23,10 @@ _SUFFIX = {
     "Pi": Fraction(2**50),
     "Ei": Fraction(2**60),
 }
+# The forms nearly every object uses ("4", "500m", "512Mi", "2G"): integer digits and a suffix.
+_SIMPLE = re.compile(r"^(\d+)(m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei)?$")
+_SIMPLE_FACTOR = {None: 1, "k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12, "P": 10**15, "E": 10**18,
+                  "Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
 _PATTERN = re.compile(r"^([+-]?(?:\d+\.?\d*|\.\d+))(?:([eE][+-]?\d+)|(Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE])?)$")
 
 
@@ -57,15 +61,23 @@ def _ceil(q: Fraction) -> int:
 
 def to_int(value: str | int | float) -> int:
     """The quantity as an integer, rounded up (memory in bytes, extended resources in units)."""
-    if isinstance(value, str) and value.isdigit():
-        return int(value)
+    if isinstance(value, str):
+        m = _SIMPLE.match(value)
+        if m is not None:
+            digits, suffix = m.groups()
+            if suffix == "m":
+                return -(-int(digits) // 1000)
+            return int(digits) * _SIMPLE_FACTOR[suffix]
     return _ceil(parse_quantity(value))
 
 
 def to_milli(value: str | int | float) -> int:
     """The quantity in thousandths, rounded up (CPU in millicores)."""
-    if isinstance(value, str) and value.isdigit():
-        return int(value) * 1000
+    if isinstance(value, str):
+        m = _SIMPLE.match(value)
+        if m is not None:
+            digits, suffix = m.groups()
+            return int(digits) if suffix == "m" else int(digits) * _SIMPLE_FACTOR[suffix] * 1000
     return _ceil(parse_quantity(value) * 1000)
 
 

@@ -15,10 +15,10 @@ import msgspec
 import numpy as np
 
 from kubesched.api import extender as wire
-from kubesched.api.core import Node
+from kubesched.api.slim import node_type
 from kubesched.cluster.cache import ClusterCache
 from kubesched.cluster.kubeclient import APIError, KubeClient
-from kubesched.core.nodetable import NodeTable, Rows
+from kubesched.core.nodetable import NodeTable, Rows, table_of
 from kubesched.core.podinfo import PodInfo, compile_pod
 from kubesched.framework.interfaces import CycleState, NodeBatch
 from kubesched.framework.policy import Policy
@@ -30,7 +30,6 @@ log = logging.getLogger("kubesched.extender")
 _args = msgspec.json.Decoder(wire.ExtenderArgs)
 _bind_args = msgspec.json.Decoder(wire.ExtenderBindingArgs)
 _preempt_args = msgspec.json.Decoder(wire.ExtenderPreemptionArgs)
-_node = msgspec.json.Decoder(Node)
 _encoder = msgspec.json.Encoder()
 _EMPTY_META: dict[str, str] = {}
 
@@ -57,6 +56,8 @@ class ExtenderService:
         self.cache = cache
         self.client = client
         self.rng = random.Random()
+        # Full-node requests decode only the fields the policy's plugins read.
+        self._node = msgspec.json.Decoder(node_type(framework.node_fields()))
 
     # ---- decoding ------------------------------------------------------------------------------
 
@@ -79,29 +80,35 @@ class ExtenderService:
     def _candidates(self, args: wire.ExtenderArgs) -> Candidates:
         if args.NodeNames is not None:
             # Names the cache does not know are skipped: the extender cannot judge them.
-            rows, _unknown = self.cache.table.rows_for(args.NodeNames)
-            return Candidates(self.cache.table, rows, None)
+            return Candidates(self.cache.table, self.cache.table.rows_for(args.NodeNames), None)
         items = (args.Nodes.items if args.Nodes else None) or []
-        table = NodeTable(capacity=len(items))
-        raw: list[msgspec.Raw] = []
-        tracked = self.cache.tracks_pods
-        for i, item in enumerate(items):
-            try:
-                node = _node.decode(item)
-            except msgspec.DecodeError as err:
-                raise BadRequest(f"invalid ExtenderArgs: Nodes.items[{i}]: {err}") from None
-            name = node.metadata.name
-            if not name:
+        decode = self._node.decode
+        try:
+            nodes = [decode(item) for item in items]
+        except msgspec.DecodeError:
+            for i, item in enumerate(items):  # find which one, for the message
+                try:
+                    decode(item)
+                except msgspec.DecodeError as err:
+                    raise BadRequest(f"invalid ExtenderArgs: Nodes.items[{i}]: {err}") from None
+            raise
+        for i, node in enumerate(nodes):
+            if not node.metadata.name:
                 raise BadRequest(f"invalid ExtenderArgs: Nodes.items[{i}]: metadata.name is missing")
-            if name in table.index:
-                continue
-            row = table.upsert(node)
-            raw.append(item)
-            if tracked:
-                # Usage comes from the pods the cluster source knows on that node.
-                src = self.cache.table.index.get(name)
-                if src is not None:
-                    for pod in self.cache.table.pods_on(src).values():
+        table = table_of(nodes)
+        raw = list(items)
+        if len(table) != len(nodes):  # repeated names: keep the first of each, aligned with its item
+            first: dict[str, msgspec.Raw] = {}
+            for item, node in zip(items, nodes, strict=True):
+                first.setdefault(node.metadata.name, item)
+            raw = [first[name] for name in table.names]
+        if self.cache.tracks_pods:
+            # Usage comes from the pods the cluster source knows on those nodes.
+            src = self.cache.table
+            for row, name in enumerate(table.names):
+                src_row = src.index.get(name)
+                if src_row is not None:
+                    for pod in src.pods_on(src_row).values():
                         table.add_pod(row, pod)
         return Candidates(table, np.arange(len(raw), dtype=np.intp), raw)
 
@@ -116,28 +123,25 @@ class ExtenderService:
             outcome = self.framework.find_feasible(CycleState(), pod, NodeBatch(cand.table, cand.rows))
         except FrameworkError as err:
             return _encoder.encode(wire.ExtenderFilterResult(None, None, failed, unresolvable, str(err)))
-        names = cand.table.names
+        names = cand.table.name_array()
         diagnosis = outcome.diagnosis
         if diagnosis.pre_filter is not None:
-            target = unresolvable if diagnosis.pre_filter.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE else failed
-            message = diagnosis.pre_filter.message
-            for row in cand.rows.tolist():
-                target[names[row]] = message
+            hard = diagnosis.pre_filter.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE
+            (unresolvable if hard else failed).update(dict.fromkeys(names[cand.rows].tolist(), diagnosis.pre_filter.message))
         for rej in diagnosis.rejections:
-            messages = [(s.message, s.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE) for s in rej.statuses]
-            for row, code in zip(rej.rows.tolist(), rej.codes.tolist(), strict=True):
-                message, hard = messages[code - 1]
-                (unresolvable if hard else failed)[names[row]] = message
+            for code, status in enumerate(rej.statuses, start=1):
+                rows = rej.rows if len(rej.statuses) == 1 else rej.rows[rej.codes == code]
+                hard = status.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE
+                (unresolvable if hard else failed).update(dict.fromkeys(names[rows].tolist(), status.message))
+        feasible = outcome.feasible
         if diagnosis.absent is not None:
-            passed_or_failed = set(failed) | set(unresolvable) | {names[r] for r in outcome.feasible.tolist()}
-            for row in cand.rows.tolist():
-                if names[row] not in passed_or_failed:
-                    unresolvable[names[row]] = diagnosis.absent.message
-        feasible = outcome.feasible.tolist()
+            decided = set(failed) | set(unresolvable) | set(names[feasible].tolist())
+            absent = [n for n in names[cand.rows].tolist() if n not in decided]
+            unresolvable.update(dict.fromkeys(absent, diagnosis.absent.message))
         if cand.raw is None:
-            result = wire.ExtenderFilterResult(None, [names[r] for r in feasible], failed, unresolvable, "")
+            result = wire.ExtenderFilterResult(None, names[feasible].tolist(), failed, unresolvable, "")
         else:
-            echo = wire.EchoNodeList(_EMPTY_META, [cand.raw[r] for r in feasible])
+            echo = wire.EchoNodeList(_EMPTY_META, [cand.raw[r] for r in feasible.tolist()])
             result = wire.ExtenderFilterResult(echo, None, failed, unresolvable, "")
         return _encoder.encode(result)
 
@@ -145,7 +149,7 @@ class ExtenderService:
         args, pod = self._decode_args(body)
         cand = self._candidates(args)
         nodes = NodeBatch(cand.table, cand.rows)
-        names = cand.table.names
+        names = cand.table.name_array()[cand.rows].tolist()
         try:
             totals, weights = self.framework.prioritize(CycleState(), pod, nodes)
         except FrameworkError as err:
@@ -156,7 +160,7 @@ class ExtenderService:
         scores = totals // (10 * weights) if weights else np.zeros(len(nodes), dtype=np.int64)
         scores = np.clip(scores, wire.MIN_EXTENDER_PRIORITY, wire.MAX_EXTENDER_PRIORITY)
         return _encoder.encode(
-            [wire.HostPriority(names[r], s) for r, s in zip(cand.rows.tolist(), scores.tolist(), strict=True)]
+            list(map(wire.HostPriority, names, scores.tolist()))
         )
 
     async def bind(self, body: bytes) -> bytes:

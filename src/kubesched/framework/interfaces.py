@@ -14,6 +14,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from kubesched.api.core import Node
+from kubesched.api.slim import NodeFields
 from kubesched.core.nodetable import IntColumn, NodeTable, Rows
 from kubesched.core.podinfo import PodInfo
 from kubesched.framework.status import SUCCESS, Code, Status, Verdicts
@@ -87,6 +88,8 @@ class Plugin:
 
     name: ClassVar[str] = ""
     Args: ClassVar[type | None] = None
+    # The Node fields the plugin reads; None means "any": the whole partial Node is decoded.
+    node_fields: NodeFields | None = None
 
     def __init__(self, args: Any = None, handle: Handle | None = None) -> None:
         self.args = args

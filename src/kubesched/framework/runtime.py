@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from kubesched.api.slim import NodeFields
 from kubesched.core.nodetable import IntColumn, NodeTable, Rows
 from kubesched.core.podinfo import PodInfo
 from kubesched.framework.diagnosis import Diagnosis
@@ -72,6 +73,16 @@ class Framework:
     def build(cls, spec: ProfileSpec, registry: Registry, handle: Handle | None = None, path: str = "") -> Framework:
         """Validate the profile and build its plugins; raises ProfileError with every problem."""
         return cls(spec, instantiate(spec, registry, handle, path))
+
+    def node_fields(self) -> NodeFields | None:
+        """The Node fields the node-reading plugins need together (None: the whole partial Node)."""
+        fields = NodeFields()
+        readers = [p for p in self.plugins if isinstance(p, (PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin))]
+        for plugin in readers:
+            if plugin.node_fields is None:
+                return None
+            fields = fields.union(plugin.node_fields)
+        return fields
 
     # ---- PreFilter / Filter -------------------------------------------------------------------
 

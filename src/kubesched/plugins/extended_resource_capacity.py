@@ -6,6 +6,7 @@ import msgspec
 import numpy as np
 
 from kubesched.core.nodetable import IntColumn
+from kubesched.api.slim import NodeFields
 from kubesched.core.podinfo import PodInfo
 from kubesched.framework.interfaces import MAX_NODE_SCORE, CycleState, Handle, NodeBatch, ScorePlugin
 
@@ -20,6 +21,7 @@ class ExtendedResourceCapacity(ScorePlugin):
 
     def __init__(self, args: ExtendedResourceCapacityArgs | None = None, handle: Handle | None = None) -> None:
         super().__init__(args or ExtendedResourceCapacityArgs(), handle)
+        self.node_fields = NodeFields(resources=frozenset({self.args.resource}))
 
     def score(self, state: CycleState, pod: PodInfo, nodes: NodeBatch) -> IntColumn:
         return nodes.table.allocatable(self.args.resource)[nodes.rows].copy()

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import msgspec
 
+from kubesched.api.slim import NodeFields
 from kubesched.core.podinfo import PodInfo
 from kubesched.core.quantity import QuantityError, to_int
 from kubesched.framework.interfaces import CycleState, FilterPlugin, Handle, NodeBatch
@@ -48,6 +49,7 @@ class ExtendedResourceFit(FilterPlugin):
 
     def __init__(self, args: ExtendedResourceFitArgs | None = None, handle: Handle | None = None) -> None:
         super().__init__(args or ExtendedResourceFitArgs(), handle)
+        self.node_fields = NodeFields(resources=frozenset({self.args.resource}))
         if "/" not in self.args.resource:
             raise ValueError(f"resource: {self.args.resource!r} is not an extended resource name (domain/name)")
         self._status = Status.unschedulable(f"Insufficient {self.args.resource}")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import msgspec
 
+from kubesched.api.slim import NodeFields
 from kubesched.core.podinfo import PodInfo
 from kubesched.framework.interfaces import CycleState, FilterPlugin, Handle, NodeBatch
 from kubesched.framework.status import Status, Verdicts
@@ -21,6 +22,7 @@ class RequiredLabel(FilterPlugin):
 
     def __init__(self, args: RequiredLabelArgs | None = None, handle: Handle | None = None) -> None:
         super().__init__(args or RequiredLabelArgs(), handle)
+        self.node_fields = NodeFields(labels=frozenset({self.args.label}))
         if not self.args.label:
             raise ValueError("label: must not be empty")
         self._status = Status.unresolvable(f"node(s) didn't have label {self.args.label}")

@@ -88,6 +88,7 @@ class ControlPlane:
         self._client: httpx.Client | None = None
         self._schedulers: list[KubeScheduler] = []
         self._kubeconfigs: dict[tuple[str, tuple[str, ...]], Path] = {}
+        self._stopped = False
         self._pki_dir = self.workdir / "pki"
         self.logs_dir = self.workdir / "logs"
         self._make_pki()
@@ -106,7 +107,7 @@ class ControlPlane:
         pki.write_private(d / "sa.key", sa_private)
         (d / "sa.pub").write_bytes(sa_public)
         admin = pki.client_cert(self.client_ca, ADMIN[0], ADMIN[1])
-        self._admin_cert, self._admin_key = admin.write(d / "admin.crt", d / "admin.key")
+        admin.write(d / "admin.crt", d / "admin.key")  # for curl --cert/--key while debugging
         self._admin_tls = ssl_context(self.serving_ca.cert_pem, admin)
 
     @property
@@ -129,7 +130,9 @@ class ControlPlane:
         if key not in self._kubeconfigs:
             cert = pki.client_cert(self.client_ca, identity_cn, groups)
             safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in identity_cn)
-            path = self.workdir / "kubeconfigs" / f"{safe}-{len(self._kubeconfigs)}.kubeconfig"
+            path = self.workdir / "kubeconfigs" / f"{safe}.kubeconfig"
+            if path.exists():  # same user, other groups
+                path = path.with_name(f"{safe}-{len(self._kubeconfigs)}.kubeconfig")
             write_kubeconfig(path, server=self.url, ca_pem=self.serving_ca.cert_pem, user=identity_cn, client=cert)
             self._kubeconfigs[key] = path
         return self._kubeconfigs[key]
@@ -226,7 +229,9 @@ class ControlPlane:
         wait_until(default_namespace, what="namespace default", process=self._apiserver, timeout=self.start_timeout)
 
     def start(self) -> ControlPlane:
-        """Start etcd, then kube-apiserver; return when the apiserver is ready."""
+        """Start etcd, then kube-apiserver; return when the apiserver is ready. A ControlPlane runs once."""
+        if self._stopped:
+            raise RuntimeError("this ControlPlane was stopped; create a new one")
         if self._apiserver is not None:
             return self
         try:
@@ -241,6 +246,9 @@ class ControlPlane:
 
     def stop(self) -> None:
         """Stop schedulers, apiserver, etcd (newest first); remove the working directory unless keeping logs."""
+        if self._stopped:
+            return
+        self._stopped = True
         for sched in reversed(self._schedulers):
             sched.stop()
         for proc in (self._apiserver, self._etcd):

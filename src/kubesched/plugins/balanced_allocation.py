@@ -1,0 +1,98 @@
+"""NodeResourcesBalancedAllocation: favour nodes whose resource fractions stay close to each other.
+
+v1.35.4's formula: f_r = min(Q_r / A_r, 1) over the counted resources (real requests, A_r > 0),
+std = |f_1 - f_2| / 2 for two of them, the population standard deviation for more, 0 otherwise;
+score = trunc((1 - std) * 100). Float steps follow Go's order so results match to the last bit.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+import msgspec
+import numpy as np
+import numpy.typing as npt
+
+from kubesched.core.nodetable import IntColumn
+from kubesched.core.podinfo import PodInfo
+from kubesched.framework.interfaces import MAX_NODE_SCORE, CycleState, Handle, NodeBatch, PreScorePlugin, ScorePlugin
+from kubesched.framework.status import SKIP, SUCCESS, Status
+from kubesched.plugins.node_resources_fit import ResourceSpec, allocation, default_resources
+
+FloatColumn = npt.NDArray[np.float64]
+
+
+class NodeResourcesBalancedAllocationArgs(msgspec.Struct, rename="camel", forbid_unknown_fields=True):
+    resources: list[ResourceSpec] = []
+
+
+def _validate(resources: list[ResourceSpec]) -> list[str]:
+    errors = []
+    seen: set[str] = set()
+    for i, r in enumerate(resources):
+        if r.name in seen:
+            errors.append(f'resources[{i}].name: Duplicate value: "{r.name}"')
+        seen.add(r.name)
+        if r.weight != 1:
+            errors.append(f"resources[{i}].weight: Invalid value: {r.weight}: must be 1")
+    return errors
+
+
+def balanced_score(fractions: list[tuple[FloatColumn, npt.NDArray[np.bool_]]], n: int) -> IntColumn:
+    """Score per node from (fraction, counted) columns, one pair per configured resource, in order."""
+    count = np.zeros(n, dtype=np.int64)
+    total = np.zeros(n, dtype=np.float64)
+    first = np.zeros(n, dtype=np.float64)
+    second = np.zeros(n, dtype=np.float64)
+    for frac, counted in fractions:
+        f = np.where(counted, frac, 0.0)
+        # Adding 0.0 is exact, so summing every column keeps Go's order over the counted ones.
+        total += f
+        first = np.where(counted & (count == 0), f, first)
+        second = np.where(counted & (count == 1), f, second)
+        count += counted
+    std = np.zeros(n, dtype=np.float64)
+    std = np.where(count == 2, np.abs((first - second) / 2), std)
+    many = count > 2
+    if many.any():
+        mean = total / np.maximum(count, 1)
+        squares = np.zeros(n, dtype=np.float64)
+        for frac, counted in fractions:
+            d = frac - mean
+            squares += np.where(counted, d * d, 0.0)
+        std = np.where(many, np.sqrt(squares / np.maximum(count, 1)), std)
+    return np.trunc((1 - std) * MAX_NODE_SCORE).astype(np.int64)
+
+
+class NodeResourcesBalancedAllocation(PreScorePlugin, ScorePlugin):
+    """PreScore skips best-effort pods (nothing requested of the configured resources); Score balances."""
+
+    name: ClassVar[str] = "NodeResourcesBalancedAllocation"
+    Args: ClassVar[type | None] = NodeResourcesBalancedAllocationArgs
+    default_weight: ClassVar[int] = 1
+
+    def __init__(self, args: NodeResourcesBalancedAllocationArgs | None = None, handle: Handle | None = None) -> None:
+        args = args or NodeResourcesBalancedAllocationArgs()
+        super().__init__(args, handle)
+        resources = default_resources(args.resources)
+        errors = _validate(resources)
+        if errors:
+            raise ValueError("; ".join(errors))
+        self.resources = tuple(r.name for r in resources)
+
+    def pre_score(self, state: CycleState, pod: PodInfo, nodes: NodeBatch) -> Status:
+        # Scoring best-effort pods would pile them onto one node (kubernetes issue 129138).
+        if not any(pod.requests.get(name, 0) for name in self.resources):
+            return SKIP
+        return SUCCESS
+
+    def score(self, state: CycleState, pod: PodInfo, nodes: NodeBatch) -> IntColumn:
+        fractions = []
+        for name in self.resources:
+            columns = allocation(nodes.table, nodes.rows, pod, name, use_requested=True)
+            if columns is not None:
+                alloc, req = columns
+                counted = alloc != 0
+                frac = req.astype(np.float64) / np.where(counted, alloc, 1).astype(np.float64)
+                fractions.append((np.minimum(frac, 1.0), counted))
+        return balanced_score(fractions, len(nodes))

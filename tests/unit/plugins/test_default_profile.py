@@ -1,0 +1,155 @@
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import pytest
+
+from kubesched.framework.interfaces import CycleState, QueueSortPlugin
+from kubesched.framework.profile import PluginRef, ProfileSpec
+from kubesched.framework.runtime import Framework
+from kubesched.plugins import default_profile_plugins, in_tree
+from tests.helpers import batch, make_node, make_pod, make_table
+
+Z1 = {"zone": "z1"}
+
+
+def test_default_profile_order_and_weights() -> None:
+    assert default_profile_plugins() == (
+        PluginRef("NodeUnschedulable"),
+        PluginRef("NodeName"),
+        PluginRef("TaintToleration", 3),
+        PluginRef("NodeAffinity", 2),
+        PluginRef("NodePorts"),
+        PluginRef("NodeResourcesFit", 1),
+        PluginRef("NodeResourcesBalancedAllocation", 1),
+    )
+
+
+class PrioritySort(QueueSortPlugin):
+    name: ClassVar[str] = "PrioritySort"
+
+
+def test_in_tree_is_a_new_registry_each_time_and_new_plugins_take_upstream_places() -> None:
+    registry = in_tree()
+    registry.register(PrioritySort)
+    assert "PrioritySort" not in in_tree()
+    assert default_profile_plugins(registry)[:2] == (PluginRef("PrioritySort"), PluginRef("NodeUnschedulable"))
+
+
+def framework() -> Framework:
+    return Framework.build(ProfileSpec(plugins=default_profile_plugins()), in_tree())
+
+
+def host_port(port: int) -> dict[str, Any]:
+    return {"name": "c", "ports": [{"containerPort": port, "hostPort": port}], "resources": {"requests": {"cpu": "2"}}}
+
+
+# Each node fails a different filter for the pod below (cpu 2, nodeSelector zone=z1, host port 8080).
+NODES = [
+    make_node(
+        "cordoned",
+        labels=Z1,
+        unschedulable=True,
+        taints=[{"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"}],
+    ),
+    make_node("tainted", labels=Z1, taints=[{"key": "dedicated", "value": "db", "effect": "NoSchedule"}]),
+    make_node("elsewhere", labels={"zone": "z2"}),
+    make_node("port-taken", labels=Z1),
+    make_node("small", labels=Z1, alloc={"cpu": "1", "memory": "8Gi", "pods": "110"}),
+    make_node("busy", labels=Z1),
+    make_node("full", labels=Z1, alloc={"cpu": "4", "memory": "8Gi", "pods": "1"}),
+]
+EXISTING = {
+    "port-taken": [make_pod("web", containers=[{"name": "c", "ports": [{"containerPort": 8080, "hostPort": 8080}]}])],
+    "busy": [make_pod("hog", requests={"cpu": "3"})],
+    "full": [make_pod("only", requests={"cpu": "100m"})],
+}
+
+
+def test_every_node_fails_with_its_first_failing_plugin() -> None:
+    table = make_table(NODES, EXISTING)
+    pod = make_pod(nodeSelector=Z1, containers=[host_port(8080)])
+    outcome = framework().find_feasible(CycleState(), pod, batch(table))
+    assert outcome.feasible.tolist() == []
+    assert {table.names[row]: (status.plugin, status.code.name) for row, status in outcome.diagnosis.items()} == {
+        "cordoned": ("NodeUnschedulable", "UNSCHEDULABLE_AND_UNRESOLVABLE"),
+        "tainted": ("TaintToleration", "UNSCHEDULABLE_AND_UNRESOLVABLE"),
+        "elsewhere": ("NodeAffinity", "UNSCHEDULABLE_AND_UNRESOLVABLE"),
+        "port-taken": ("NodePorts", "UNSCHEDULABLE"),
+        "small": ("NodeResourcesFit", "UNSCHEDULABLE_AND_UNRESOLVABLE"),
+        "busy": ("NodeResourcesFit", "UNSCHEDULABLE"),
+        "full": ("NodeResourcesFit", "UNSCHEDULABLE"),
+    }
+    assert outcome.diagnosis.message(len(table)) == (
+        "0/7 nodes are available: 1 Too many pods, "
+        "1 node(s) didn't have free ports for the requested pod ports, "
+        "1 node(s) didn't match Pod's node affinity/selector, 1 node(s) had untolerated taint(s), "
+        "1 node(s) were unschedulable, 2 Insufficient cpu."
+    )
+
+
+def name_in(*names: str) -> dict[str, Any]:
+    return {"key": "metadata.name", "operator": "In", "values": list(names)}
+
+
+@pytest.mark.parametrize(
+    ("terms", "message"),
+    [
+        (
+            [{"matchFields": [name_in("port-taken")]}, {"matchFields": [name_in("gone")]}],
+            "0/7 nodes are available: 1 node(s) didn't have free ports for the requested pod ports, "
+            "6 node(s) didn't satisfy plugin(s) [NodeAffinity].",
+        ),
+        # Names the snapshot lacks are dropped: every node gets the absent status.
+        (
+            [{"matchFields": [name_in("gone")]}],
+            "0/7 nodes are available: 7 node(s) didn't satisfy plugin(s) [NodeAffinity].",
+        ),
+        # matchFields takes exactly one name: PreFilter narrows to both, Filter rejects them as unparsable.
+        (
+            [{"matchFields": [name_in("port-taken", "small")]}],
+            "0/7 nodes are available: 2 node(s) didn't match Pod's node affinity/selector, "
+            "5 node(s) didn't satisfy plugin(s) [NodeAffinity].",
+        ),
+        (
+            [{"matchFields": [name_in("small"), name_in("busy")]}],
+            "0/7 nodes are available: pod affinity terms conflict.",
+        ),
+    ],
+    ids=["narrowed", "unknown-name", "two-names-in-one-requirement", "conflict"],
+)
+def test_node_name_affinity_narrows_before_filtering(terms: list[dict[str, Any]], message: str) -> None:
+    table = make_table(NODES, EXISTING)
+    affinity = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": terms}}}
+    pod = make_pod(affinity=affinity, containers=[host_port(8080)])
+    outcome = framework().find_feasible(CycleState(), pod, batch(table))
+    assert outcome.feasible.tolist() == []
+    assert outcome.diagnosis.message(len(table)) == message
+
+
+def test_feasible_nodes_are_scored_with_default_weights() -> None:
+    table = make_table(
+        [
+            make_node("soft-tainted", labels=Z1, taints=[{"key": "spot", "effect": "PreferNoSchedule"}]),
+            make_node("plain", labels={"zone": "z2"}),
+        ]
+    )
+    affinity = {
+        "nodeAffinity": {
+            "preferredDuringSchedulingIgnoredDuringExecution": [
+                {
+                    "weight": 10,
+                    "preference": {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["z1"]}]},
+                }
+            ]
+        }
+    }
+    pod = make_pod(requests={"cpu": "1", "memory": "1Gi"}, affinity=affinity)
+    fw, state = framework(), CycleState()
+    outcome = fw.find_feasible(state, pod, batch(table))
+    assert outcome.feasible.tolist() == [0, 1]
+    totals, weight_sum = fw.prioritize(state, pod, batch(table))
+    # TaintToleration (weight 3): 0 / 100; NodeAffinity (weight 2): 100 / 0;
+    # Fit: (75 + 87)/2 = 81; Balanced: std 0.0625 -> 93.
+    assert totals.tolist() == [0 * 3 + 100 * 2 + 81 + 93, 100 * 3 + 0 * 2 + 81 + 93]
+    assert weight_sum == 7
