@@ -65,8 +65,21 @@ class Extender:
         return f"http://127.0.0.1:{self.port}"
 
     def start(self) -> Extender:
-        cmd = [sys.executable, "-m", "kubesched", "extender", "serve", "--policy", "custom-label",
-               "--kubeconfig", str(self.kubeconfig), "--listen", f"127.0.0.1:{self.port}", "--log-format", "text"]
+        cmd = [
+            sys.executable,
+            "-m",
+            "kubesched",
+            "extender",
+            "serve",
+            "--policy",
+            "custom-label",
+            "--kubeconfig",
+            str(self.kubeconfig),
+            "--listen",
+            f"127.0.0.1:{self.port}",
+            "--log-format",
+            "text",
+        ]
         self.proc = subprocess.Popen(cmd, stdout=self.log.open("ab"), stderr=subprocess.STDOUT)
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
@@ -96,8 +109,21 @@ def generated_config(workdir: Path, url: str, *args: str) -> Path:
     """The KubeSchedulerConfiguration `kubesched config extender` prints (so kube-scheduler tests it)."""
     out = workdir / f"sched-{abs(hash((url, args)))}.yaml"
     subprocess.run(
-        [sys.executable, "-m", "kubesched", "config", "extender", "--url-prefix", url, "--policy", "custom-label",
-         "--no-leader-elect", "-o", str(out), *args],
+        [
+            sys.executable,
+            "-m",
+            "kubesched",
+            "config",
+            "extender",
+            "--url-prefix",
+            url,
+            "--policy",
+            "custom-label",
+            "--no-leader-elect",
+            "-o",
+            str(out),
+            *args,
+        ],
         check=True,
     )
     return out

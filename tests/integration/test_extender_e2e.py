@@ -50,7 +50,11 @@ def _create(cp: ControlPlane, ns: str, pod: dict) -> None:  # type: ignore[type-
 
 @pytest.mark.parametrize("cache_capable", [True, False], ids=["names-mode", "full-node-mode"])
 def test_pods_land_only_where_the_policy_allows(
-    control_plane: ControlPlane, kube_namespace: str, extender: Extender, nodes: list[str], tmp_path: Path,
+    control_plane: ControlPlane,
+    kube_namespace: str,
+    extender: Extender,
+    nodes: list[str],
+    tmp_path: Path,
     cache_capable: bool,
 ) -> None:
     mode = "--node-cache-capable" if cache_capable else "--no-node-cache-capable"
@@ -102,8 +106,11 @@ def test_bind_verb_makes_the_extender_bind(
 
 def _priority_class(cp: ControlPlane, name: str, value: int) -> None:
     if cp._get_or_none(f"/apis/scheduling.k8s.io/v1/priorityclasses/{name}") is None:
-        cp.api("POST", "/apis/scheduling.k8s.io/v1/priorityclasses",
-               {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": name}, "value": value})
+        cp.api(
+            "POST",
+            "/apis/scheduling.k8s.io/v1/priorityclasses",
+            {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": name}, "value": value},
+        )
 
 
 def _wait(predicate, timeout: float = 30, what: str = "condition") -> None:  # type: ignore[no-untyped-def]
@@ -136,8 +143,10 @@ def test_preemption_consults_the_extender(
         high = make_pod("high", 3, priority_class="e2e-high")
         high["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "4"
         _create(cp, kube_namespace, high)
-        _wait(lambda: cp.api("GET", f"{path}/high").get("status", {}).get("nominatedNodeName") == "e2e-big",
-              what="high to be nominated to e2e-big")
+        _wait(
+            lambda: cp.api("GET", f"{path}/high").get("status", {}).get("nominatedNodeName") == "e2e-big",
+            what="high to be nominated to e2e-big",
+        )
         assert extender.metric("kubesched_extender_requests_total", verb="preempt", code="200") > before
         victim = cp._get_or_none(f"{path}/low-e2e-big")
         assert victim is None or victim["metadata"].get("deletionTimestamp"), "the victim was not evicted"

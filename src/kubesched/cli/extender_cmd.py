@@ -30,13 +30,17 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     ext = sub.add_parser("extender", help="serve a policy as a kube-scheduler extender")
     ext_sub = ext.add_subparsers(dest="extender_command", required=True, metavar="COMMAND")
     serve = ext_sub.add_parser("serve", help="serve filter, prioritize, bind and preempt over HTTP(S)")
-    serve.add_argument("--policy", required=True, help="built-in name (custom-label), path/to/policy.py or pkg.mod:attr")
+    serve.add_argument("--policy", required=True, help="built-in name (custom-label), path/to/policy.py, pkg.mod:attr")
     src = serve.add_argument_group("cluster source (one of)")
     src.add_argument("--nodes", type=Path, help="file of Node objects (NodeList or list, JSON or YAML): no cluster")
     src.add_argument("--kubeconfig", help="list+watch nodes (and pods) from this cluster; also used to bind")
     src.add_argument("--in-cluster", action="store_true", help="use the pod's service account")
-    serve.add_argument("--watch-pods", choices=("auto", "yes", "no"), default="auto",
-                       help="watch pods to account usage (auto: when the policy manages resources)")
+    serve.add_argument(
+        "--watch-pods",
+        choices=("auto", "yes", "no"),
+        default="auto",
+        help="watch pods to account usage (auto: when the policy manages resources)",
+    )
     serve.add_argument("--listen", default="127.0.0.1:8888", help="HOST:PORT (default 127.0.0.1:8888)")
     serve.add_argument("--prefix", default="", help="URL path prefix of the verbs, e.g. /scheduler")
     serve.add_argument("--tls-cert", type=Path, help="serve HTTPS with this certificate (PEM)")
@@ -102,8 +106,15 @@ def run_serve(args: argparse.Namespace) -> int:
         service = ExtenderService(policy, framework, cache, client)
         app = ExtenderApp(service, prefix=args.prefix, max_body=args.max_body_bytes)
         config = uvicorn.Config(
-            app, host=host, port=port, lifespan="off", access_log=False, log_config=None,
-            http="httptools", timeout_keep_alive=60, **ssl_kwargs,  # type: ignore[arg-type]
+            app,
+            host=host,
+            port=port,
+            lifespan="off",
+            access_log=False,
+            log_config=None,
+            http="httptools",
+            timeout_keep_alive=60,
+            **ssl_kwargs,  # type: ignore[arg-type]
         )
         server = uvicorn.Server(config)
         tasks = []
@@ -111,8 +122,14 @@ def run_serve(args: argparse.Namespace) -> int:
             source = KubeSource(cache, client, watch_pods=watch_pods)
             log.info("node cache follows %s (pods: %s)", source.describe(), watch_pods)
             tasks.append(asyncio.create_task(source.run()))
-        log.info("serving policy %s on %s://%s:%d%s", policy.name, "https" if args.tls_cert else "http", host, port,
-                 args.prefix)
+        log.info(
+            "serving policy %s on %s://%s:%d%s",
+            policy.name,
+            "https" if args.tls_cert else "http",
+            host,
+            port,
+            args.prefix,
+        )
         try:
             await server.serve()
         finally:

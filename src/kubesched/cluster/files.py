@@ -26,7 +26,9 @@ def _documents(path: Path) -> list[Any]:
             return [msgspec.json.decode(text)]
         return [d for d in yaml.safe_load_all(text) if d is not None]
     except (msgspec.DecodeError, yaml.YAMLError) as err:
-        raise ClusterFileError(f"{path}: not valid {'JSON' if path.suffix == '.json' else 'YAML/JSON'}: {err}") from None
+        raise ClusterFileError(
+            f"{path}: not valid {'JSON' if path.suffix == '.json' else 'YAML/JSON'}: {err}"
+        ) from None
 
 
 def _flatten(doc: Any, path: Path, where: str) -> list[tuple[str, Any]]:

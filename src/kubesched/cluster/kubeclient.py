@@ -151,9 +151,7 @@ class KubeClient:
         if conn.token:
             headers["Authorization"] = f"Bearer {conn.token}"
         self.conn = conn
-        self._http = httpx.AsyncClient(
-            base_url=conn.server, verify=conn.ssl_context, headers=headers, timeout=timeout
-        )
+        self._http = httpx.AsyncClient(base_url=conn.server, verify=conn.ssl_context, headers=headers, timeout=timeout)
 
     async def aclose(self) -> None:
         await self._http.aclose()
@@ -183,10 +181,11 @@ class KubeClient:
         return resp.content
 
     async def stream_lines(
-        self, path: str, params: Mapping[str, str], timeout: float | None = None
+        self, path: str, params: Mapping[str, str], read_timeout: float | None = None
     ) -> AsyncIterator[bytes]:
-        """GET a watch stream and yield one JSON event per line."""
-        async with self._http.stream("GET", path, params=params, timeout=httpx.Timeout(30.0, read=timeout)) as resp:
+        """GET a watch stream and yield one JSON event per line (``read_timeout``: longest silence)."""
+        timeout = httpx.Timeout(30.0, read=read_timeout)
+        async with self._http.stream("GET", path, params=params, timeout=timeout) as resp:
             if not resp.is_success:
                 await resp.aread()
                 self._raise(resp)

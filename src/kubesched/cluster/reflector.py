@@ -106,7 +106,7 @@ class Reflector(Generic[T]):
         if self.field_selector:
             params["fieldSelector"] = self.field_selector
         try:
-            async for line in self.client.stream_lines(self.path, params, timeout=self.watch_timeout + 30):
+            async for line in self.client.stream_lines(self.path, params, read_timeout=self.watch_timeout + 30):
                 event = self._event_decoder.decode(line)
                 meta = self._meta_decoder.decode(event.object)
                 if event.type == "ERROR":

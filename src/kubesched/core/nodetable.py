@@ -15,10 +15,11 @@ Deleted nodes leave a tombstone row (``alive`` is False) that the next added nod
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any
-from itertools import repeat
 from dataclasses import dataclass
+from itertools import repeat
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -42,10 +43,8 @@ def _parse_column(values: list[Any], resource: str) -> IntColumn:
     out = np.zeros(len(values), dtype=np.int64)
     for i, v in enumerate(values):
         if v is not None:
-            try:
+            with contextlib.suppress(QuantityError):
                 out[i] = resource_value(resource, v)
-            except QuantityError:
-                pass
     return out
 
 

@@ -34,7 +34,11 @@ class TooLarge(Exception):
 
 class ExtenderApp:
     def __init__(
-        self, service: ExtenderService, *, prefix: str = "", max_body: int = DEFAULT_MAX_BODY,
+        self,
+        service: ExtenderService,
+        *,
+        prefix: str = "",
+        max_body: int = DEFAULT_MAX_BODY,
         metrics: ExtenderMetrics | None = None,
     ) -> None:
         self.service = service

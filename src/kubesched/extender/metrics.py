@@ -23,7 +23,9 @@ class ExtenderMetrics:
             buckets=_BUCKETS,
             registry=self.registry,
         )
-        self.nodes = Gauge("kubesched_extender_cached_nodes", "Nodes in the extender's node cache.", registry=self.registry)
+        self.nodes = Gauge(
+            "kubesched_extender_cached_nodes", "Nodes in the extender's node cache.", registry=self.registry
+        )
 
     def render(self) -> bytes:
         return generate_latest(self.registry)

@@ -127,7 +127,9 @@ class ExtenderService:
         diagnosis = outcome.diagnosis
         if diagnosis.pre_filter is not None:
             hard = diagnosis.pre_filter.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE
-            (unresolvable if hard else failed).update(dict.fromkeys(names[cand.rows].tolist(), diagnosis.pre_filter.message))
+            (unresolvable if hard else failed).update(
+                dict.fromkeys(names[cand.rows].tolist(), diagnosis.pre_filter.message)
+            )
         for rej in diagnosis.rejections:
             for code, status in enumerate(rej.statuses, start=1):
                 rows = rej.rows if len(rej.statuses) == 1 else rej.rows[rej.codes == code]
@@ -159,9 +161,7 @@ class ExtenderService:
         # Plugin totals are 0..100 per unit of weight; the extender protocol scores 0..10.
         scores = totals // (10 * weights) if weights else np.zeros(len(nodes), dtype=np.int64)
         scores = np.clip(scores, wire.MIN_EXTENDER_PRIORITY, wire.MAX_EXTENDER_PRIORITY)
-        return _encoder.encode(
-            list(map(wire.HostPriority, names, scores.tolist()))
-        )
+        return _encoder.encode(list(map(wire.HostPriority, names, scores.tolist())))
 
     async def bind(self, body: bytes) -> bytes:
         try:

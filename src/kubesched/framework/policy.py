@@ -7,11 +7,11 @@ from dataclasses import dataclass, field
 
 from kubesched.core.podinfo import PodInfo
 from kubesched.framework.interfaces import Plugin
+from kubesched.framework.profile import ProfileSpec
 
 # Given the preemptor, a node and the UIDs of the victims proposed there: the victims to keep
 # (a subset, to trim), or None to veto the node.
 PreemptHook = Callable[[PodInfo, str, list[str]], list[str] | None]
-from kubesched.framework.profile import ProfileSpec
 
 
 @dataclass(frozen=True)

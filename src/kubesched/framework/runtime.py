@@ -77,7 +77,9 @@ class Framework:
     def node_fields(self) -> NodeFields | None:
         """The Node fields the node-reading plugins need together (None: the whole partial Node)."""
         fields = NodeFields()
-        readers = [p for p in self.plugins if isinstance(p, (PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin))]
+        readers = [
+            p for p in self.plugins if isinstance(p, (PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin))
+        ]
         for plugin in readers:
             if plugin.node_fields is None:
                 return None

@@ -13,6 +13,7 @@ import msgspec
 import numpy as np
 import numpy.typing as npt
 
+from kubesched.api.slim import NodeFields
 from kubesched.core.nodetable import IntColumn
 from kubesched.core.podinfo import PodInfo
 from kubesched.framework.interfaces import MAX_NODE_SCORE, CycleState, Handle, NodeBatch, PreScorePlugin, ScorePlugin
@@ -79,6 +80,7 @@ class NodeResourcesBalancedAllocation(PreScorePlugin, ScorePlugin):
         if errors:
             raise ValueError("; ".join(errors))
         self.resources = tuple(r.name for r in resources)
+        self.node_fields = NodeFields(resources=frozenset(self.resources))
 
     def pre_score(self, state: CycleState, pod: PodInfo, nodes: NodeBatch) -> Status:
         # Scoring best-effort pods would pile them onto one node (kubernetes issue 129138).

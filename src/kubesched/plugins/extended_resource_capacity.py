@@ -5,8 +5,8 @@ from __future__ import annotations
 import msgspec
 import numpy as np
 
-from kubesched.core.nodetable import IntColumn
 from kubesched.api.slim import NodeFields
+from kubesched.core.nodetable import IntColumn
 from kubesched.core.podinfo import PodInfo
 from kubesched.framework.interfaces import MAX_NODE_SCORE, CycleState, Handle, NodeBatch, ScorePlugin
 

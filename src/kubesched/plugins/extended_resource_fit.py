@@ -7,6 +7,8 @@ free is allocatable minus what the pods known on the node request (0 when no pod
 
 from __future__ import annotations
 
+import contextlib
+
 import msgspec
 
 from kubesched.api.slim import NodeFields
@@ -35,10 +37,8 @@ def resource_need(pod: PodInfo, resource: str) -> int:
         if q is None:
             q = (res.limits or {}).get(resource)
         if q is not None:
-            try:
+            with contextlib.suppress(QuantityError):
                 need += to_int(q)
-            except QuantityError:
-                pass
     pod.cache[key] = need
     return need
 

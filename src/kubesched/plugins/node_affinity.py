@@ -11,6 +11,7 @@ import numpy as np
 
 from kubesched.api.core import NodeAffinity as NodeAffinitySpec
 from kubesched.api.core import NodeSelectorTerm
+from kubesched.api.slim import NodeFields
 from kubesched.core.nodeaffinity import (
     NODE_NAME_FIELD,
     Preferences,
@@ -80,6 +81,7 @@ class NodeAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin):
     """Filters on required node affinity, scores the weights of matching preferred terms."""
 
     name: ClassVar[str] = "NodeAffinity"
+    node_fields = NodeFields(labels=None)
     Args: ClassVar[type | None] = NodeAffinityArgs
     default_weight: ClassVar[int] = 2
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
+from kubesched.api.slim import NodeFields
 from kubesched.core.podinfo import PodInfo
 from kubesched.framework.interfaces import CycleState, FilterPlugin, NodeBatch
 from kubesched.framework.status import Status, Verdicts
@@ -15,6 +16,7 @@ class NodeName(FilterPlugin):
     """Filter: ``spec.nodeName`` empty or equal to the node's name."""
 
     name: ClassVar[str] = "NodeName"
+    node_fields = NodeFields()
     _status = Status.unresolvable(ERR_REASON)
 
     def filter(self, state: CycleState, pod: PodInfo, nodes: NodeBatch) -> Verdicts:

@@ -6,6 +6,7 @@ from typing import ClassVar
 
 import numpy as np
 
+from kubesched.api.slim import NodeFields
 from kubesched.core.nodetable import NodeTable
 from kubesched.core.podinfo import HostPort, PodInfo
 from kubesched.framework.interfaces import CycleState, FilterPlugin, NodeBatch, PreFilterPlugin, PreFilterResult
@@ -33,6 +34,7 @@ class NodePorts(PreFilterPlugin, FilterPlugin):
     """PreFilter skips pods without host ports; Filter fails nodes where a wanted host port is taken."""
 
     name: ClassVar[str] = "NodePorts"
+    node_fields = NodeFields()
     _status = Status.unschedulable(ERR_REASON)
 
     def pre_filter(self, state: CycleState, pod: PodInfo, table: NodeTable) -> PreFilterResult:

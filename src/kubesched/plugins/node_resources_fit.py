@@ -15,6 +15,7 @@ from typing import ClassVar
 import msgspec
 import numpy as np
 
+from kubesched.api.slim import NodeFields
 from kubesched.core.nodeaffinity import is_qualified_name
 from kubesched.core.nodetable import BoolColumn, IntColumn, NodeTable, Rows
 from kubesched.core.podinfo import PodInfo
@@ -223,6 +224,7 @@ class NodeResourcesFit(FilterPlugin, ScorePlugin):
     """
 
     name: ClassVar[str] = "NodeResourcesFit"
+    node_fields = NodeFields(resources=None)
     Args: ClassVar[type | None] = NodeResourcesFitArgs
     default_weight: ClassVar[int] = 1
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
+from kubesched.api.slim import NodeFields
 from kubesched.core.podinfo import PodInfo
 from kubesched.core.tolerations import UNSCHEDULABLE_TAINT, tolerated
 from kubesched.framework.interfaces import CycleState, FilterPlugin, NodeBatch
@@ -16,6 +17,7 @@ class NodeUnschedulable(FilterPlugin):
     """Filter: a cordoned node fails unless the pod tolerates node.kubernetes.io/unschedulable:NoSchedule."""
 
     name: ClassVar[str] = "NodeUnschedulable"
+    node_fields = NodeFields(unschedulable=True)
     _status = Status.unresolvable(ERR_REASON)
 
     def filter(self, state: CycleState, pod: PodInfo, nodes: NodeBatch) -> Verdicts:

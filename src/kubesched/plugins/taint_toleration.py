@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
+from kubesched.api.slim import NodeFields
 from kubesched.core.nodetable import IntColumn
 from kubesched.core.podinfo import PodInfo
 from kubesched.core.tolerations import DO_NOT_SCHEDULE, PREFER_NO_SCHEDULE, any_untolerated, count_untolerated
@@ -22,6 +23,7 @@ class TaintToleration(FilterPlugin, ScorePlugin):
     """
 
     name: ClassVar[str] = "TaintToleration"
+    node_fields = NodeFields(taints=True)
     default_weight: ClassVar[int] = 3
     _status = Status.unresolvable(ERR_REASON)
 

@@ -27,7 +27,9 @@ def _from_object(obj: object, spec: str) -> Policy:
     if callable(obj) and not isinstance(obj, Policy):
         obj = obj()
     if not isinstance(obj, Policy):
-        raise PolicyError(f"{spec}: expected a kubesched Policy (or a function returning one), got {type(obj).__name__}")
+        raise PolicyError(
+            f"{spec}: expected a kubesched Policy (or a function returning one), got {type(obj).__name__}"
+        )
     return obj
 
 
@@ -61,8 +63,10 @@ def load(spec: str) -> Policy:
         except ImportError as err:
             raise PolicyError(f"{spec}: cannot import {target}: {err}") from err
     else:
-        raise PolicyError(f"unknown policy {spec!r}: built-in policies are {', '.join(sorted(factories))}; "
-                          "or give path/to/policy.py or package.module:attr")
+        raise PolicyError(
+            f"unknown policy {spec!r}: built-in policies are {', '.join(sorted(factories))}; "
+            "or give path/to/policy.py or package.module:attr"
+        )
     if not hasattr(module, attr):
         raise PolicyError(f"{spec}: {target} has no attribute {attr!r}")
     return _from_object(getattr(module, attr), spec)

@@ -126,7 +126,10 @@ def _build_kubernetes(work: Path, out: Path, k8s: str, env: dict[str, str], log:
     (work / "go.mod").write_text("module kubesched.local/build\n\ngo 1.25.0\n")
     dl = subprocess.run(
         ["go", "mod", "download", "-json", f"k8s.io/kubernetes@v{k8s}"],
-        cwd=work, env=env, capture_output=True, text=True,
+        cwd=work,
+        env=env,
+        capture_output=True,
+        text=True,
     )
     if dl.returncode != 0:
         raise BuildError(f"cannot fetch k8s.io/kubernetes@v{k8s} from the module proxy: {dl.stdout}{dl.stderr}")
@@ -149,7 +152,9 @@ def _build_kubernetes(work: Path, out: Path, k8s: str, env: dict[str, str], log:
     for prog in ("kube-apiserver", "kube-scheduler"):
         _run(
             ["go", "build", "-trimpath", "-ldflags", ldflags, "-o", str(out / prog), f"k8s.io/kubernetes/cmd/{prog}"],
-            work, env, log,
+            work,
+            env,
+            log,
         )
 
 
@@ -157,8 +162,12 @@ def _build_etcd(work: Path, out: Path, etcd: str, env: dict[str, str], log: Path
     work.mkdir(parents=True, exist_ok=True)
     (work / "go.mod").write_text("module kubesched.local/etcdbuild\n\ngo 1.25.0\n")
     _run(["go", "get", f"go.etcd.io/etcd/server/v3@v{etcd}"], work, env, log)
-    _run(["go", "build", "-trimpath", "-ldflags", "-s -w", "-o", str(out / "etcd"), "go.etcd.io/etcd/server/v3"],
-         work, env, log)
+    _run(
+        ["go", "build", "-trimpath", "-ldflags", "-s -w", "-o", str(out / "etcd"), "go.etcd.io/etcd/server/v3"],
+        work,
+        env,
+        log,
+    )
 
 
 def ensure(k8s: str = KUBERNETES_VERSION, etcd: str = ETCD_VERSION, *, echo: bool = False) -> Binaries:

@@ -83,7 +83,11 @@ async def test_filter_counts_usage_of_known_pods() -> None:
 async def test_prioritize_scores_ten_times_share_of_largest(client: httpx.AsyncClient) -> None:
     r = await client.post("/prioritize", json=names_args(pod(), ["n-big", "n-small", "n-empty"]))
     assert r.status_code == 200
-    assert r.json() == [{"Host": "n-big", "Score": 10}, {"Host": "n-small", "Score": 2}, {"Host": "n-empty", "Score": 0}]
+    assert r.json() == [
+        {"Host": "n-big", "Score": 10},
+        {"Host": "n-small", "Score": 2},
+        {"Host": "n-empty", "Score": 0},
+    ]
 
 
 async def test_prioritize_full_mode_and_floor(client: httpx.AsyncClient) -> None:
