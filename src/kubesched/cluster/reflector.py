@@ -127,10 +127,10 @@ class Reflector(Generic[T]):
                 raise Gone(err.message) from None
             raise
 
-    async def run(self) -> None:
-        """List and watch forever (until cancelled)."""
+    async def run(self, resume: bool = False) -> None:
+        """List and watch forever (until cancelled); with ``resume``, watch from the current version first."""
         delay = 0.5
-        need_list = True
+        need_list = not (resume and self.resource_version)
         while True:
             try:
                 if need_list:
