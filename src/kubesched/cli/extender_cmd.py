@@ -6,7 +6,9 @@ import argparse
 import asyncio
 import contextlib
 import logging
+import signal
 import ssl
+from collections.abc import Iterator
 from pathlib import Path
 
 import uvicorn
@@ -50,6 +52,25 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     serve.add_argument("--log-level", default="info", choices=("debug", "info", "warning", "error"))
     serve.add_argument("--log-format", default="json", choices=("json", "text"))
     serve.set_defaults(func=run_serve)
+
+
+class _GracefulServer(uvicorn.Server):
+    """Stops on SIGINT/SIGTERM after the requests in flight, then exits 0 (uvicorn re-raises the signal)."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, self._stop)
+        try:
+            yield
+        finally:
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                loop.remove_signal_handler(sig)
+
+    def _stop(self) -> None:
+        log.info("shutting down")
+        self.should_exit = True
 
 
 def _listen(value: str) -> tuple[str, int]:
@@ -116,7 +137,7 @@ def run_serve(args: argparse.Namespace) -> int:
             timeout_keep_alive=60,
             **ssl_kwargs,  # type: ignore[arg-type]
         )
-        server = uvicorn.Server(config)
+        server = _GracefulServer(config)
         tasks = []
         if client is not None and not args.nodes:
             source = KubeSource(cache, client, watch_pods=watch_pods)
