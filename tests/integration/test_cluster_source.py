@@ -26,8 +26,8 @@ pytestmark = pytest.mark.controlplane
 RES = "example.com/custom-resource"
 
 
-async def eventually(check: Callable[[], bool], what: str, timeout: float = 20) -> None:
-    deadline = asyncio.get_running_loop().time() + timeout
+async def eventually(check: Callable[[], bool], what: str, seconds: float = 20) -> None:
+    deadline = asyncio.get_running_loop().time() + seconds
     while not check():
         if asyncio.get_running_loop().time() > deadline:
             raise TimeoutError(f"timed out waiting for {what}")
