@@ -7,13 +7,14 @@ a time derive from `NodeFilterPlugin` / `NodeScorePlugin`, which adapt a per-nod
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Protocol
 
 import numpy as np
 
 from kubesched.api.core import Node
+from kubesched.api.policy import PodDisruptionBudget
 from kubesched.api.slim import NodeFields
 from kubesched.core.nodetable import IntColumn, NodeTable, Rows
 from kubesched.core.podinfo import PodInfo
@@ -77,10 +78,38 @@ class PreFilterResult:
 
 @dataclass
 class Handle:
-    """What the framework offers plugins at construction: the profile's name and shared services."""
+    """What the framework offers plugins at construction: the profile's name and the cluster.
+
+    ``cluster`` is None where no cluster is reachable (an extender, a unit test); plugins that act on
+    the cluster (DefaultBinder, DefaultPreemption) must then answer with an Error status, not crash.
+    """
 
     scheduler_name: str = "default-scheduler"
+    cluster: ClusterAPI | None = None
     services: dict[str, Any] = field(default_factory=dict)
+
+
+class ClusterAPI(Protocol):
+    """The cluster as plugins see it: the scheduler shell implements it over the API server or in memory."""
+
+    async def bind(self, pod: PodInfo, node_name: str) -> None:
+        """POST the pods/binding subresource; raise ClusterAPIError on failure."""
+
+    async def evict(self, victim: PodInfo, preemptor: PodInfo, node_name: str) -> None:
+        """Preempt ``victim`` for ``preemptor``: DisruptionTarget condition, delete, `Preempted` event."""
+
+    async def set_nominated_node(self, pod: PodInfo, node_name: str) -> None:
+        """Patch status.nominatedNodeName ('' clears it)."""
+
+    def pdbs(self) -> Sequence[PodDisruptionBudget]:
+        """The PodDisruptionBudgets the cluster source knows (empty when it tracks none)."""
+
+    def namespace_labels(self, namespace: str) -> Mapping[str, str] | None:
+        """Labels of a namespace (for namespaceSelector terms), None when unknown."""
+
+
+class ClusterAPIError(Exception):
+    """A cluster call failed; the message says what and why."""
 
 
 class Plugin:
