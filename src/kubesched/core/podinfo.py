@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from functools import cached_property
 
 from kubesched.api.core import Container, Pod, Toleration
 from kubesched.core.quantity import resource_value
@@ -21,29 +22,61 @@ class HostPort:
     port: int
 
 
-@dataclass
 class PodInfo:
-    """What the scheduling plugins read of one pod, computed once."""
+    """What the scheduling plugins read of one pod. Cheap fields are set at once; the request vector,
+    ports and images are computed on first use (an extender request may need none of them)."""
 
-    pod: Pod
-    key: str
-    uid: str
-    namespace: str
-    name: str
-    labels: dict[str, str]
-    priority: int
-    requests: dict[str, int]
-    non_zero_cpu: int
-    non_zero_memory: int
-    tolerations: tuple[Toleration, ...]
-    host_ports: tuple[HostPort, ...]
-    images: tuple[str, ...]
-    container_count: int
-    cache: dict[str, object] = field(default_factory=dict)
+    def __init__(self, pod: Pod) -> None:
+        meta = pod.metadata
+        self.pod = pod
+        self.key = f"{meta.namespace}/{meta.name}"
+        self.uid = meta.uid
+        self.namespace = meta.namespace
+        self.name = meta.name
+        self.labels: dict[str, str] = meta.labels or {}
+        self.priority: int = pod.spec.priority or 0
+        self.tolerations: tuple[Toleration, ...] = tuple(pod.spec.tolerations or ())
+        self.cache: dict[str, object] = {}
+
+    @cached_property
+    def _computed(self) -> tuple[dict[str, int], int, int]:
+        return compute_requests(self.pod)
+
+    @property
+    def requests(self) -> dict[str, int]:
+        """Requests per resource (cpu in millicores), as kube-scheduler computes them."""
+        return self._computed[0]
+
+    @property
+    def non_zero_cpu(self) -> int:
+        return self._computed[1]
+
+    @property
+    def non_zero_memory(self) -> int:
+        return self._computed[2]
+
+    @cached_property
+    def host_ports(self) -> tuple[HostPort, ...]:
+        return _host_ports(self.pod)
+
+    @cached_property
+    def images(self) -> tuple[str, ...]:
+        return tuple(normalized_image(c.image) for c in self._containers if c.image)
+
+    @property
+    def container_count(self) -> int:
+        return len(self._containers)
+
+    @cached_property
+    def _containers(self) -> list[Container]:
+        return list(self.pod.spec.init_containers or ()) + list(self.pod.spec.containers or ())
 
     @property
     def requests_nothing(self) -> bool:
         return not any(self.requests.values())
+
+    def __repr__(self) -> str:
+        return f"PodInfo({self.key})"
 
 
 def _container_requests(c: Container) -> dict[str, int]:
@@ -143,22 +176,4 @@ def normalized_image(image: str) -> str:
 
 def compile_pod(pod: Pod) -> PodInfo:
     """Compile a pod once; plugins read the result in every cycle."""
-    meta = pod.metadata
-    requests, nz_cpu, nz_mem = compute_requests(pod)
-    containers = list(pod.spec.init_containers or ()) + list(pod.spec.containers or ())
-    return PodInfo(
-        pod=pod,
-        key=f"{meta.namespace}/{meta.name}",
-        uid=meta.uid,
-        namespace=meta.namespace,
-        name=meta.name,
-        labels=meta.labels or {},
-        priority=pod.spec.priority or 0,
-        requests=requests,
-        non_zero_cpu=nz_cpu,
-        non_zero_memory=nz_mem,
-        tolerations=tuple(pod.spec.tolerations or ()),
-        host_ports=_host_ports(pod),
-        images=tuple(normalized_image(c.image) for c in containers if c.image),
-        container_count=len(containers),
-    )
+    return PodInfo(pod)

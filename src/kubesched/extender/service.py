@@ -20,6 +20,7 @@ from kubesched.cluster.cache import ClusterCache
 from kubesched.cluster.kubeclient import APIError, KubeClient
 from kubesched.core.nodetable import NodeTable, Rows, table_of
 from kubesched.core.podinfo import PodInfo, compile_pod
+from kubesched.core.quantity import QuantityError
 from kubesched.framework.interfaces import CycleState, NodeBatch
 from kubesched.framework.policy import Policy
 from kubesched.framework.runtime import Framework, FrameworkError
@@ -115,6 +116,18 @@ class ExtenderService:
     # ---- verbs ----------------------------------------------------------------------------------
 
     def filter(self, body: bytes) -> bytes:
+        try:
+            return self._filter(body)
+        except QuantityError as err:
+            raise BadRequest(f"invalid ExtenderArgs: Pod: {err}") from None
+
+    def prioritize(self, body: bytes) -> bytes:
+        try:
+            return self._prioritize(body)
+        except QuantityError as err:
+            raise BadRequest(f"invalid ExtenderArgs: Pod: {err}") from None
+
+    def _filter(self, body: bytes) -> bytes:
         args, pod = self._decode_args(body)
         cand = self._candidates(args)
         failed: dict[str, str] = {}
@@ -147,7 +160,7 @@ class ExtenderService:
             result = wire.ExtenderFilterResult(echo, None, failed, unresolvable, "")
         return _encoder.encode(result)
 
-    def prioritize(self, body: bytes) -> bytes:
+    def _prioritize(self, body: bytes) -> bytes:
         args, pod = self._decode_args(body)
         cand = self._candidates(args)
         nodes = NodeBatch(cand.table, cand.rows)
@@ -196,6 +209,12 @@ class ExtenderService:
         return _encoder.encode(wire.ExtenderBindingResult(""))
 
     def preempt(self, body: bytes) -> bytes:
+        try:
+            return self._preempt(body)
+        except QuantityError as err:
+            raise BadRequest(f"invalid ExtenderPreemptionArgs: Pod: {err}") from None
+
+    def _preempt(self, body: bytes) -> bytes:
         try:
             args = wire.decode(
                 body,

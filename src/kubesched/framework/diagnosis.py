@@ -18,6 +18,7 @@ class Rejection:
     rows: Rows
     codes: Codes
     statuses: tuple[Status, ...]
+    plugin: str = ""
 
 
 @dataclass
@@ -29,15 +30,16 @@ class Diagnosis:
     absent: Status | None = None
     post_filter_message: str = ""
 
-    def add(self, rows: Rows, codes: Codes, statuses: tuple[Status, ...]) -> None:
+    def add(self, rows: Rows, codes: Codes, statuses: tuple[Status, ...], plugin: str = "") -> None:
         if len(rows):
-            self.rejections.append(Rejection(rows, codes, statuses))
+            self.rejections.append(Rejection(rows, codes, statuses, plugin))
 
     def items(self) -> Iterator[tuple[int, Status]]:
-        """(row, status) for every rejected row."""
+        """(row, status) for every rejected row, each status naming its plugin."""
         for rej in self.rejections:
+            stamped = [s.with_plugin(rej.plugin) if rej.plugin else s for s in rej.statuses]
             for row, code in zip(rej.rows.tolist(), rej.codes.tolist(), strict=True):
-                yield row, rej.statuses[code - 1]
+                yield row, stamped[code - 1]
 
     def rejected_count(self) -> int:
         return sum(len(r.rows) for r in self.rejections)

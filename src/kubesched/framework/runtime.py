@@ -135,15 +135,15 @@ class Framework:
             if plugin.name in state.skip_filter:
                 continue
             verdicts = plugin.filter(state, pod, NodeBatch(nodes.table, rows))
-            codes = verdicts.codes
-            failed = codes != 0
+            failed = verdicts.failed if verdicts.failed is not None else verdicts.codes != 0
             if not failed.any():
                 continue
-            statuses = tuple(s.with_plugin(plugin.name) for s in verdicts.statuses)
+            statuses = tuple(verdicts.statuses)
             for s in statuses:
                 if s.code == Code.ERROR:
-                    raise FrameworkError(s)
-            diagnosis.add(rows[failed], codes[failed], statuses)
+                    raise FrameworkError(s.with_plugin(plugin.name))
+            # The plugin's name rides on the rejection; statuses are stamped only when read.
+            diagnosis.add(rows[failed], verdicts.codes[failed], statuses, plugin.name)
             rows = rows[~failed]
         return rows
 

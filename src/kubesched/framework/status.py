@@ -73,12 +73,13 @@ class Verdicts:
 
     codes: Codes
     statuses: Sequence[Status] = ()
+    failed: npt.NDArray[np.bool_] | None = None  # codes != 0, when the plugin has it at hand
 
     @staticmethod
     def all_pass(n: int) -> Verdicts:
-        return Verdicts(np.zeros(n, dtype=np.int32))
+        return Verdicts(np.zeros(n, dtype=np.int32), (), np.zeros(n, dtype=np.bool_))
 
     @staticmethod
     def from_mask(failed: npt.NDArray[np.bool_], status: Status) -> Verdicts:
         """Nodes where ``failed`` is True fail with ``status``; the others pass."""
-        return Verdicts(failed.astype(np.int32), (status,))
+        return Verdicts(failed.view(np.int8).astype(np.int32), (status,), failed)

@@ -7,13 +7,12 @@ free is allocatable minus what the pods known on the node request (0 when no pod
 
 from __future__ import annotations
 
-import contextlib
 
 import msgspec
 
 from kubesched.api.slim import NodeFields
 from kubesched.core.podinfo import PodInfo
-from kubesched.core.quantity import QuantityError, to_int
+from kubesched.core.quantity import to_int
 from kubesched.framework.interfaces import CycleState, FilterPlugin, Handle, NodeBatch
 from kubesched.framework.status import Status, Verdicts
 
@@ -37,8 +36,7 @@ def resource_need(pod: PodInfo, resource: str) -> int:
         if q is None:
             q = (res.limits or {}).get(resource)
         if q is not None:
-            with contextlib.suppress(QuantityError):
-                need += to_int(q)
+            need += to_int(q)  # an invalid quantity raises QuantityError: the caller reports it
     pod.cache[key] = need
     return need
 

@@ -25,7 +25,8 @@ GOOD = {"Pod": pod(), "Nodes": None, "NodeNames": ["n-big"]}
         ("prioritize", b'{"Pod": {}, "Nodes": {"items": [{"metadata": {}}]}}', 400, "metadata.name is missing"),
         (
             "filter",
-            b'{"Pod": {"spec": {"containers": [{"resources": {"requests": {"cpu": "lots"}}}]}}, "NodeNames": []}',
+            b'{"Pod": {"spec": {"containers": [{"resources": {"requests": {"example.com/custom-resource": "lots"}}}]}},'
+            b' "NodeNames": ["n-big"]}',
             400,
             "quantities must match",
         ),
