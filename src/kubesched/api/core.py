@@ -9,6 +9,19 @@ class _K(msgspec.Struct, rename="camel", omit_defaults=True):
     """Base for Kubernetes objects: camelCase keys, absent values left out when encoding."""
 
 
+class LabelSelectorRequirement(_K):
+    key: str = ""
+    operator: str = ""
+    values: list[str] | None = None
+
+
+class LabelSelector(_K):
+    """metav1.LabelSelector: None (absent) selects nothing, an empty one everything."""
+
+    match_labels: dict[str, str] | None = None
+    match_expressions: list[LabelSelectorRequirement] | None = None
+
+
 class ObjectMeta(_K):
     name: str = ""
     namespace: str = ""
@@ -85,8 +98,43 @@ class NodeAffinity(_K):
     preferred_during_scheduling_ignored_during_execution: list[PreferredSchedulingTerm] | None = None
 
 
+class PodAffinityTerm(_K):
+    label_selector: LabelSelector | None = None
+    namespaces: list[str] | None = None
+    topology_key: str = ""
+    namespace_selector: LabelSelector | None = None
+
+
+class WeightedPodAffinityTerm(_K):
+    weight: int = 0
+    pod_affinity_term: PodAffinityTerm = msgspec.field(default_factory=PodAffinityTerm)
+
+
+class PodAffinity(_K):
+    required_during_scheduling_ignored_during_execution: list[PodAffinityTerm] | None = None
+    preferred_during_scheduling_ignored_during_execution: list[WeightedPodAffinityTerm] | None = None
+
+
+class PodAntiAffinity(_K):
+    required_during_scheduling_ignored_during_execution: list[PodAffinityTerm] | None = None
+    preferred_during_scheduling_ignored_during_execution: list[WeightedPodAffinityTerm] | None = None
+
+
 class Affinity(_K):
     node_affinity: NodeAffinity | None = None
+    pod_affinity: PodAffinity | None = None
+    pod_anti_affinity: PodAntiAffinity | None = None
+
+
+class TopologySpreadConstraint(_K):
+    max_skew: int = 0
+    topology_key: str = ""
+    when_unsatisfiable: str = ""
+    label_selector: LabelSelector | None = None
+    min_domains: int | None = None
+    node_affinity_policy: str | None = None
+    node_taints_policy: str | None = None
+    match_label_keys: list[str] | None = None
 
 
 class SchedulingGate(_K):
@@ -106,12 +154,21 @@ class PodSpec(_K):
     overhead: dict[str, str | int | float] | None = None
     resources: ResourceRequirements | None = None
     scheduling_gates: list[SchedulingGate] | None = None
+    topology_spread_constraints: list[TopologySpreadConstraint] | None = None
+
+
+class PodCondition(_K):
+    type: str = ""
+    status: str = ""
+    reason: str = ""
+    message: str = ""
 
 
 class PodStatus(_K):
     phase: str = ""
     nominated_node_name: str = ""
     start_time: str | None = None
+    conditions: list[PodCondition] | None = None
 
 
 class Pod(_K):

@@ -40,6 +40,17 @@ class ExtenderArgs(msgspec.Struct):
     NodeNames: list[str] | None = None
 
 
+class ExtenderArgsRawNames(msgspec.Struct):
+    """ExtenderArgs with NodeNames left as raw JSON, for a lookup that skips making Python strings."""
+
+    Pod: Pod | None = None
+    Nodes: RawNodeList | None = None
+    NodeNames: msgspec.Raw = msgspec.field(default_factory=lambda: NULL)  # NULL when absent or null
+
+
+NULL = msgspec.Raw(b"null")
+
+
 class ExtenderFilterResult(msgspec.Struct):
     Nodes: EchoNodeList | None
     NodeNames: list[str] | None

@@ -19,6 +19,7 @@ import contextlib
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from itertools import repeat
+from operator import itemgetter
 from typing import Any
 
 import numpy as np
@@ -106,9 +107,20 @@ class NodeTable:
 
     def rows_for(self, names: list[str]) -> Rows:
         """Rows of the named nodes, in the given order; names this table does not know are left out."""
-        # map() keeps the per-name lookup in C: this runs for every extender request.
+        # The lookups stay in C (itemgetter, map): this runs for every extender request.
+        if len(names) > 1:
+            try:
+                found = itemgetter(*names)(self.index)
+                return np.fromiter(found, dtype=np.intp, count=len(found))
+            except KeyError:
+                pass
         rows = np.fromiter(map(self.index.get, names, repeat(-1)), dtype=np.intp, count=len(names))
-        return rows if len(rows) == 0 or rows.min() >= 0 else rows[rows >= 0]
+        return rows[rows >= 0]
+
+    @property
+    def names_generation(self) -> int:
+        """Changes whenever a node is added or removed (so name-derived caches know to rebuild)."""
+        return self._names_gen
 
     def name_array(self) -> npt.NDArray[np.object_]:
         """Node names as a numpy object array, so ``name_array()[rows].tolist()`` stays in C."""
@@ -191,6 +203,7 @@ class NodeTable:
         row = self.index.pop(name, None)
         if row is None:
             return None
+        self._names_gen += 1
         node = self.nodes[row]
         self.nodes[row] = None
         self._alive[row] = False

@@ -10,9 +10,11 @@ from __future__ import annotations
 import logging
 import random
 from dataclasses import dataclass
+from operator import itemgetter
 
 import msgspec
 import numpy as np
+import numpy.typing as npt
 
 from kubesched.api import extender as wire
 from kubesched.api.slim import node_type
@@ -21,18 +23,32 @@ from kubesched.cluster.kubeclient import APIError, KubeClient
 from kubesched.core.nodetable import NodeTable, Rows, table_of
 from kubesched.core.podinfo import PodInfo, compile_pod
 from kubesched.core.quantity import QuantityError
+from kubesched.extender.replies import filter_reply, priorities_reply, quote_all, split_names
 from kubesched.framework.interfaces import CycleState, NodeBatch
 from kubesched.framework.policy import Policy
 from kubesched.framework.runtime import Framework, FrameworkError
-from kubesched.framework.status import Code
+from kubesched.framework.status import Code, Status
 
 log = logging.getLogger("kubesched.extender")
 
-_args = msgspec.json.Decoder(wire.ExtenderArgs)
+_args = msgspec.json.Decoder(wire.ExtenderArgsRawNames)
+_names = msgspec.json.Decoder(list[str])
 _bind_args = msgspec.json.Decoder(wire.ExtenderBindingArgs)
 _preempt_args = msgspec.json.Decoder(wire.ExtenderPreemptionArgs)
 _encoder = msgspec.json.Encoder()
 _EMPTY_META: dict[str, str] = {}
+
+
+def _rows(quoted_names: list[bytes], index: dict[bytes, int]) -> Rows:
+    """Rows of the (still quoted) names, in order, leaving out names the index does not know."""
+    if len(quoted_names) > 1:
+        try:
+            found = itemgetter(*quoted_names)(index)
+            return np.fromiter(found, dtype=np.intp, count=len(found))
+        except KeyError:
+            pass
+    rows = np.array([index.get(q, -1) for q in quoted_names], dtype=np.intp)
+    return rows[rows >= 0]
 
 
 class BadRequest(ValueError):
@@ -43,6 +59,7 @@ class BadRequest(ValueError):
 class Candidates:
     table: NodeTable
     rows: Rows
+    quoted: npt.NDArray[np.object_]  # each row's name as a JSON string
     raw: list[msgspec.Raw] | None  # full-node mode: the items to echo, aligned with rows
 
 
@@ -59,29 +76,64 @@ class ExtenderService:
         self.rng = random.Random()
         # Full-node requests decode only the fields the policy's plugins read.
         self._node = msgspec.json.Decoder(node_type(framework.node_fields()))
+        self._quoted_gen = -1
+        self._quoted: npt.NDArray[np.object_] = np.array([], dtype=object)
+        self._quoted_index: dict[bytes, int] = {}
+        self._messages: dict[str, bytes] = {}
+
+    def _cache_quoted(self) -> tuple[npt.NDArray[np.object_], dict[bytes, int]]:
+        """The cache's node names as JSON strings, by row and as an index (rebuilt when nodes come or go)."""
+        table = self.cache.table
+        if self._quoted_gen != table.names_generation:
+            self._quoted = quote_all(table.names)
+            self._quoted_index = {self._quoted[row]: row for row in table.index.values()}
+            self._quoted_gen = table.names_generation
+        return self._quoted, self._quoted_index
+
+    def _message(self, text: str) -> bytes:
+        quoted = self._messages.get(text)
+        if quoted is None:
+            if len(self._messages) > 4096:  # messages with varying text must not grow this forever
+                self._messages.clear()
+            quoted = self._messages[text] = msgspec.json.encode(text)
+        return quoted
 
     # ---- decoding ------------------------------------------------------------------------------
 
-    def _decode_args(self, body: bytes) -> tuple[wire.ExtenderArgs, PodInfo]:
+    def _decode_args(self, body: bytes) -> tuple[wire.ExtenderArgsRawNames, PodInfo]:
         try:
             args = wire.decode(
-                body, wire.ExtenderArgs, _args, lambda a: a.Pod is not None and (a.Nodes or a.NodeNames) is not None
+                body,
+                wire.ExtenderArgsRawNames,
+                _args,
+                lambda a: a.Pod is not None and (a.Nodes is not None or a.NodeNames != wire.NULL),
             )
         except wire.WireError as err:
             raise BadRequest(str(err)) from None
         if args.Pod is None:
             raise BadRequest("invalid ExtenderArgs: Pod is missing or null")
-        if args.Nodes is None and args.NodeNames is None:
+        if args.Nodes is None and args.NodeNames == wire.NULL:
             raise BadRequest("invalid ExtenderArgs: both Nodes and NodeNames are null; one must list the candidates")
         try:
             return args, compile_pod(args.Pod)
         except ValueError as err:
             raise BadRequest(f"invalid ExtenderArgs: Pod: {err}") from None
 
-    def _candidates(self, args: wire.ExtenderArgs) -> Candidates:
-        if args.NodeNames is not None:
+    def _candidates(self, args: wire.ExtenderArgsRawNames) -> Candidates:
+        if args.NodeNames != wire.NULL:
             # Names the cache does not know are skipped: the extender cannot judge them.
-            return Candidates(self.cache.table, self.cache.table.rows_for(args.NodeNames), None)
+            table = self.cache.table
+            quoted, index = self._cache_quoted()
+            parts = split_names(bytes(args.NodeNames))
+            if parts is None:
+                try:
+                    names = _names.decode(args.NodeNames)
+                except msgspec.DecodeError as err:
+                    text = str(err)
+                    where = text.replace("`$", "`$.NodeNames", 1) if "`$" in text else f"{text} - at `$.NodeNames`"
+                    raise BadRequest(f"invalid ExtenderArgs: {where}") from None
+                return Candidates(table, table.rows_for(names), quoted, None)
+            return Candidates(table, _rows(parts, index), quoted, None)
         items = (args.Nodes.items if args.Nodes else None) or []
         decode = self._node.decode
         try:
@@ -111,7 +163,7 @@ class ExtenderService:
                 if src_row is not None:
                     for pod in src.pods_on(src_row).values():
                         table.add_pod(row, pod)
-        return Candidates(table, np.arange(len(raw), dtype=np.intp), raw)
+        return Candidates(table, np.arange(len(raw), dtype=np.intp), quote_all(table.names), raw)
 
     # ---- verbs ----------------------------------------------------------------------------------
 
@@ -130,41 +182,39 @@ class ExtenderService:
     def _filter(self, body: bytes) -> bytes:
         args, pod = self._decode_args(body)
         cand = self._candidates(args)
-        failed: dict[str, str] = {}
-        unresolvable: dict[str, str] = {}
         try:
             outcome = self.framework.find_feasible(CycleState(), pod, NodeBatch(cand.table, cand.rows))
         except FrameworkError as err:
-            return _encoder.encode(wire.ExtenderFilterResult(None, None, failed, unresolvable, str(err)))
-        names = cand.table.name_array()
+            return filter_reply(None, None, (), (), str(err))
+        quoted = cand.quoted
+        failed: list[tuple[bytes, list[bytes]]] = []
+        unresolvable: list[tuple[bytes, list[bytes]]] = []
+
+        def group(status: Status, rows: Rows) -> None:
+            hard = status.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE
+            (unresolvable if hard else failed).append((self._message(status.message), quoted[rows].tolist()))
+
         diagnosis = outcome.diagnosis
         if diagnosis.pre_filter is not None:
-            hard = diagnosis.pre_filter.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE
-            (unresolvable if hard else failed).update(
-                dict.fromkeys(names[cand.rows].tolist(), diagnosis.pre_filter.message)
-            )
+            group(diagnosis.pre_filter, cand.rows)
         for rej in diagnosis.rejections:
             for code, status in enumerate(rej.statuses, start=1):
-                rows = rej.rows if len(rej.statuses) == 1 else rej.rows[rej.codes == code]
-                hard = status.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE
-                (unresolvable if hard else failed).update(dict.fromkeys(names[rows].tolist(), status.message))
+                group(status, rej.rows if len(rej.statuses) == 1 else rej.rows[rej.codes == code])
         feasible = outcome.feasible
         if diagnosis.absent is not None:
-            decided = set(failed) | set(unresolvable) | set(names[feasible].tolist())
-            absent = [n for n in names[cand.rows].tolist() if n not in decided]
-            unresolvable.update(dict.fromkeys(absent, diagnosis.absent.message))
+            decided = np.zeros(cand.table.size, dtype=np.bool_)
+            decided[feasible] = True
+            for rej in diagnosis.rejections:
+                decided[rej.rows] = True
+            group(diagnosis.absent, cand.rows[~decided[cand.rows]])
         if cand.raw is None:
-            result = wire.ExtenderFilterResult(None, names[feasible].tolist(), failed, unresolvable, "")
-        else:
-            echo = wire.EchoNodeList(_EMPTY_META, [cand.raw[r] for r in feasible.tolist()])
-            result = wire.ExtenderFilterResult(echo, None, failed, unresolvable, "")
-        return _encoder.encode(result)
+            return filter_reply(quoted[feasible].tolist(), None, failed, unresolvable)
+        return filter_reply(None, [cand.raw[r] for r in feasible.tolist()], failed, unresolvable)
 
     def _prioritize(self, body: bytes) -> bytes:
         args, pod = self._decode_args(body)
         cand = self._candidates(args)
         nodes = NodeBatch(cand.table, cand.rows)
-        names = cand.table.name_array()[cand.rows].tolist()
         try:
             totals, weights = self.framework.prioritize(CycleState(), pod, nodes)
         except FrameworkError as err:
@@ -174,7 +224,7 @@ class ExtenderService:
         # Plugin totals are 0..100 per unit of weight; the extender protocol scores 0..10.
         scores = totals // (10 * weights) if weights else np.zeros(len(nodes), dtype=np.int64)
         scores = np.clip(scores, wire.MIN_EXTENDER_PRIORITY, wire.MAX_EXTENDER_PRIORITY)
-        return _encoder.encode(list(map(wire.HostPriority, names, scores.tolist())))
+        return priorities_reply(cand.quoted[cand.rows].tolist(), scores)
 
     async def bind(self, body: bytes) -> bytes:
         try:

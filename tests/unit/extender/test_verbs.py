@@ -137,3 +137,12 @@ async def test_preempt_full_victims_are_answered_with_uids_only(client: httpx.As
     }
     r = await client.post("/preempt", json=args)
     assert r.json() == {"NodeNameToMetaVictims": {"n-big": {"Pods": [{"UID": "v9"}], "NumPDBViolations": 0}}}
+
+
+def test_compact_and_spaced_name_lists_answer_alike() -> None:
+    svc = make_service()
+    args = names_args(pod(need=1), [*NAMES, "ghost"])
+    compact = json.dumps(args, separators=(",", ":")).encode()
+    spaced = json.dumps(args, indent=2).encode()
+    assert json.loads(svc.filter(compact)) == json.loads(svc.filter(spaced))
+    assert json.loads(svc.prioritize(compact)) == json.loads(svc.prioritize(spaced))
