@@ -6,6 +6,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import pytest
 
 from kubesched.testing.controlplane import ControlPlane
@@ -182,3 +183,27 @@ def test_extender_down(
             assert cp.wait_pod_bound(kube_namespace, "d0", timeout=60) in ("e2e-big", "e2e-small")
         finally:
             ext.stop()
+
+
+def test_bind_errors_come_back_in_the_error_field(
+    control_plane: ControlPlane, kube_namespace: str, extender: Extender, nodes: list[str]
+) -> None:
+    cp = control_plane
+
+    def bind(name: str, node: str) -> str:
+        args = {"PodName": name, "PodNamespace": kube_namespace, "PodUID": "", "Node": node}
+        r = httpx.post(f"{extender.url}/bind", json=args, timeout=10)
+        assert r.status_code == 200
+        error: str = r.json()["Error"]
+        return error
+
+    missing = bind("no-such-pod", "e2e-big")
+    assert "404" in missing and "no-such-pod" in missing
+    placed = make_pod("placed", 1)
+    placed["spec"]["nodeName"] = "e2e-small"
+    _create(cp, kube_namespace, placed)
+    conflict = bind("placed", "e2e-big")
+    assert "409" in conflict and "already assigned to node" in conflict
+    _create(cp, kube_namespace, make_pod("free", 1))
+    assert bind("free", "e2e-big") == ""
+    assert cp.api("GET", f"/api/v1/namespaces/{kube_namespace}/pods/free")["spec"]["nodeName"] == "e2e-big"

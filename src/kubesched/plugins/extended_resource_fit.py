@@ -7,7 +7,6 @@ free is allocatable minus what the pods known on the node request (0 when no pod
 
 from __future__ import annotations
 
-
 import msgspec
 
 from kubesched.api.slim import NodeFields

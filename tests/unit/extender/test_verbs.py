@@ -146,3 +146,26 @@ def test_compact_and_spaced_name_lists_answer_alike() -> None:
     spaced = json.dumps(args, indent=2).encode()
     assert json.loads(svc.filter(compact)) == json.loads(svc.filter(spaced))
     assert json.loads(svc.prioritize(compact)) == json.loads(svc.prioritize(spaced))
+
+
+def test_policy_preempt_hook_trims_and_vetoes() -> None:
+    import dataclasses
+
+    svc = make_service()
+    seen: list[tuple[str, list[str]]] = []
+
+    def hook(pod_info: object, node_name: str, uids: list[str]) -> list[str] | None:
+        seen.append((node_name, uids))
+        return None if node_name == "n-small" else [u for u in uids if u != "protected"]
+
+    svc.policy = dataclasses.replace(svc.policy, preempt=hook)
+    args = {
+        "Pod": pod(need=1),
+        "NodeNameToMetaVictims": {
+            "n-big": {"Pods": [{"UID": "protected"}, {"UID": "v1"}], "NumPDBViolations": 0},
+            "n-small": {"Pods": [{"UID": "v2"}], "NumPDBViolations": 0},
+        },
+    }
+    out = json.loads(svc.preempt(json.dumps(args).encode()))
+    assert out == {"NodeNameToMetaVictims": {"n-big": {"Pods": [{"UID": "v1"}], "NumPDBViolations": 0}}}
+    assert seen == [("n-big", ["protected", "v1"]), ("n-small", ["v2"])]
