@@ -1,0 +1,129 @@
+"""`kubesched webhook serve`: the admission webhook over HTTPS, with its rules and (for feasibility) the nodes."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import logging
+import ssl
+from pathlib import Path
+
+import uvicorn
+
+from kubesched.cli import logs
+from kubesched.cli.errors import CLIError
+from kubesched.cli.extender_cmd import _GracefulServer, _listen
+from kubesched.cluster.cache import ClusterCache
+from kubesched.cluster.files import ClusterFileError, read_objects
+from kubesched.cluster.kubeclient import KubeClient, KubeConfigError, connect
+from kubesched.cluster.source import KubeSource
+from kubesched.webhook import config as webhook_config
+from kubesched.webhook.app import DEFAULT_MAX_BODY, WebhookApp
+from kubesched.webhook.service import AdmissionService
+
+log = logging.getLogger("kubesched.webhook")
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    hook = sub.add_parser("webhook", help="serve the pod admission webhook")
+    hook_sub = hook.add_subparsers(dest="webhook_command", required=True, metavar="COMMAND")
+    serve = hook_sub.add_parser("serve", help="serve POST /validate and /mutate (AdmissionReview v1) over HTTPS")
+    serve.add_argument("--config", type=Path, required=True, help="the rules (YAML, see docs/webhook.md)")
+    serve.add_argument("--tls-cert", type=Path, help="serving certificate (PEM); required: HTTPS only")
+    serve.add_argument("--tls-key", type=Path, help="private key of --tls-cert; required")
+    serve.add_argument("--listen", default="0.0.0.0:8443", help="HOST:PORT (default 0.0.0.0:8443)")
+    src = serve.add_argument_group("nodes for feasibility rules (default: $KUBECONFIG, else in-cluster)")
+    src.add_argument("--kubeconfig", help="list+watch nodes from this cluster")
+    src.add_argument("--nodes", type=Path, help="file of Node objects (NodeList or list, JSON or YAML): no cluster")
+    serve.add_argument("--max-body-bytes", type=int, default=DEFAULT_MAX_BODY, help="reject larger requests (413)")
+    serve.add_argument("--log-level", default="info", choices=("debug", "info", "warning", "error"))
+    serve.add_argument("--log-format", default="json", choices=("json", "text"))
+    serve.set_defaults(func=run_serve)
+
+
+def _check_tls(cert: Path | None, key: Path | None) -> None:
+    if cert is None or key is None:
+        raise CLIError("the webhook serves HTTPS only: give --tls-cert and --tls-key (kubesched certs makes them)")
+    for flag, path in (("--tls-cert", cert), ("--tls-key", key)):
+        if not path.is_file():
+            raise CLIError(f"{flag}: no such file {path}")
+    try:
+        ssl.create_default_context(ssl.Purpose.CLIENT_AUTH).load_cert_chain(cert, key)
+    except ssl.SSLError as err:
+        raise CLIError(f"--tls-cert/--tls-key: not a usable certificate and key: {err.reason or err}") from None
+
+
+def run_serve(args: argparse.Namespace) -> int:
+    logs.setup(args.log_level, args.log_format)
+    host, port = _listen(args.listen)
+    _check_tls(args.tls_cert, args.tls_key)
+    if args.max_body_bytes <= 0:
+        raise CLIError("--max-body-bytes: must be positive")
+    if args.nodes and args.kubeconfig:
+        raise CLIError("--nodes and --kubeconfig exclude each other")
+    cache = ClusterCache()  # nodes only, never pods: feasibility asks "could it ever fit"
+    try:
+        config = webhook_config.load(args.config, cache)
+    except webhook_config.WebhookConfigError as err:
+        raise CLIError(str(err)) from None
+    conn = None
+    if not config.needs_nodes:
+        if args.nodes or args.kubeconfig:
+            log.info("no feasibility rule: --nodes/--kubeconfig not used")
+        cache.synced.set()
+    elif args.nodes:
+        try:
+            nodes, _ = read_objects(args.nodes)
+        except ClusterFileError as err:
+            raise CLIError(str(err)) from None
+        cache.replace_nodes(nodes)
+        cache.synced.set()
+        log.info("nodes loaded from %s: %d", args.nodes, len(nodes))
+    else:
+        try:
+            conn = connect(args.kubeconfig)
+        except (KubeConfigError, OSError) as err:
+            raise CLIError(f"feasibility rules need nodes: {err} (or give --nodes FILE)") from None
+
+    async def main() -> None:
+        client = KubeClient(conn) if conn else None
+        app = WebhookApp(AdmissionService(config), cache, max_body=args.max_body_bytes)
+        server = _GracefulServer(
+            uvicorn.Config(
+                app,
+                host=host,
+                port=port,
+                lifespan="off",
+                access_log=False,
+                log_config=None,
+                http="httptools",
+                timeout_keep_alive=60,
+                ssl_certfile=str(args.tls_cert),
+                ssl_keyfile=str(args.tls_key),
+            )
+        )
+        tasks = []
+        if client is not None:
+            source = KubeSource(cache, client, watch_pods=False)
+            log.info("nodes follow %s", source.describe())
+            tasks.append(asyncio.create_task(source.run()))
+        rules = ", ".join(f"{r.name} ({r.phase})" for r in config.rules)
+        log.info("serving admission webhook on https://%s:%d: rules %s", host, port, rules)
+        try:
+            await server.serve()
+        finally:
+            for t in tasks:
+                t.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await t
+            if client is not None:
+                await client.aclose()
+
+    try:
+        import uvloop
+
+        uvloop.run(main())
+    except ImportError:
+        asyncio.run(main())
+    return 0
