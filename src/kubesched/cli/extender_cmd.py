@@ -6,20 +6,18 @@ import argparse
 import asyncio
 import contextlib
 import logging
-import signal
 import ssl
-from collections.abc import Iterator
 from pathlib import Path
 
-import uvicorn
-
-from kubesched.cli import logs
+from kubesched.cli import logs, serving
 from kubesched.cli.errors import CLIError
+from kubesched.cli.serving import parse_listen, wait_for_stop_signal
 from kubesched.cluster.cache import ClusterCache
 from kubesched.cluster.files import ClusterFileError, load_into
 from kubesched.cluster.kubeclient import KubeClient, KubeConfigError, connect
 from kubesched.cluster.source import KubeSource
-from kubesched.extender.app import DEFAULT_MAX_BODY, ExtenderApp
+from kubesched.extender.app import DEFAULT_MAX_BODY, Dispatcher
+from kubesched.extender.http import ExtenderServer, server_ssl_context
 from kubesched.extender.service import ExtenderService
 from kubesched.framework.profile import ProfileError
 from kubesched.framework.runtime import Framework
@@ -54,35 +52,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     serve.set_defaults(func=run_serve)
 
 
-class _GracefulServer(uvicorn.Server):
-    """Stops on SIGINT/SIGTERM after the requests in flight, then exits 0 (uvicorn re-raises the signal)."""
-
-    @contextlib.contextmanager
-    def capture_signals(self) -> Iterator[None]:
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(sig, self._stop)
-        try:
-            yield
-        finally:
-            for sig in (signal.SIGINT, signal.SIGTERM):
-                loop.remove_signal_handler(sig)
-
-    def _stop(self) -> None:
-        log.info("shutting down")
-        self.should_exit = True
-
-
-def _listen(value: str) -> tuple[str, int]:
-    host, sep, port = value.rpartition(":")
-    if not sep or not port.isdigit() or not 0 < int(port) < 65536:
-        raise CLIError(f"--listen: expected HOST:PORT, got {value!r}")
-    return host.strip("[]") or "0.0.0.0", int(port)
-
-
 def run_serve(args: argparse.Namespace) -> int:
     logs.setup(args.log_level, args.log_format)
-    host, port = _listen(args.listen)
+    host, port = parse_listen(args.listen)
     if (args.tls_cert is None) != (args.tls_key is None):
         raise CLIError("--tls-cert and --tls-key go together")
     if args.client_ca and not args.tls_cert:
@@ -116,44 +88,35 @@ def run_serve(args: argparse.Namespace) -> int:
     except (KubeConfigError, OSError) as err:
         raise CLIError(str(err)) from None
     watch_pods = args.watch_pods == "yes" or (args.watch_pods == "auto" and bool(policy.managed_resources))
-    ssl_kwargs: dict[str, object] = {}
-    if args.tls_cert:
-        ssl_kwargs = {"ssl_certfile": str(args.tls_cert), "ssl_keyfile": str(args.tls_key)}
-        if args.client_ca:
-            ssl_kwargs.update(ssl_ca_certs=str(args.client_ca), ssl_cert_reqs=ssl.CERT_REQUIRED)
+    try:
+        tls = (
+            server_ssl_context(str(args.tls_cert), str(args.tls_key), args.client_ca and str(args.client_ca))
+            if args.tls_cert
+            else None
+        )
+    except (ssl.SSLError, OSError) as err:
+        raise CLIError(f"--tls-cert/--tls-key/--client-ca: cannot load: {err}") from None
 
     async def main() -> None:
         client = KubeClient(conn) if conn else None
         service = ExtenderService(policy, framework, cache, client)
-        app = ExtenderApp(service, prefix=args.prefix, max_body=args.max_body_bytes)
-        config = uvicorn.Config(
-            app,
-            host=host,
-            port=port,
-            lifespan="off",
-            access_log=False,
-            log_config=None,
-            http="httptools",
-            timeout_keep_alive=60,
-            **ssl_kwargs,  # type: ignore[arg-type]
-        )
-        server = _GracefulServer(config)
+        dispatcher = Dispatcher(service, prefix=args.prefix, max_body=args.max_body_bytes)
+        server = ExtenderServer(dispatcher, host, port, tls)
         tasks = []
         if client is not None and not args.nodes:
             source = KubeSource(cache, client, watch_pods=watch_pods)
             log.info("node cache follows %s (pods: %s)", source.describe(), watch_pods)
             tasks.append(asyncio.create_task(source.run()))
-        log.info(
-            "serving policy %s on %s://%s:%d%s",
-            policy.name,
-            "https" if args.tls_cert else "http",
-            host,
-            port,
-            args.prefix,
-        )
         try:
-            await server.serve()
+            await server.start()
+        except OSError as err:
+            raise CLIError(f"--listen {args.listen}: {err.strerror or err}") from None
+        scheme = "https" if tls else "http"
+        log.info("serving policy %s on %s://%s:%d%s", policy.name, scheme, host, port, args.prefix)
+        try:
+            await wait_for_stop_signal()
         finally:
+            await server.shutdown()
             for t in tasks:
                 t.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
@@ -161,10 +124,5 @@ def run_serve(args: argparse.Namespace) -> int:
             if client is not None:
                 await client.aclose()
 
-    try:
-        import uvloop
-
-        uvloop.run(main())
-    except ImportError:
-        asyncio.run(main())
+    serving.run(main())
     return 0

@@ -13,7 +13,7 @@ import uvicorn
 
 from kubesched.cli import logs
 from kubesched.cli.errors import CLIError
-from kubesched.cli.extender_cmd import _GracefulServer, _listen
+from kubesched.cli.serving import GracefulServer, parse_listen
 from kubesched.cluster.cache import ClusterCache
 from kubesched.cluster.files import ClusterFileError, read_objects
 from kubesched.cluster.kubeclient import KubeClient, KubeConfigError, connect
@@ -56,7 +56,7 @@ def _check_tls(cert: Path | None, key: Path | None) -> None:
 
 def run_serve(args: argparse.Namespace) -> int:
     logs.setup(args.log_level, args.log_format)
-    host, port = _listen(args.listen)
+    host, port = parse_listen(args.listen)
     _check_tls(args.tls_cert, args.tls_key)
     if args.max_body_bytes <= 0:
         raise CLIError("--max-body-bytes: must be positive")
@@ -89,7 +89,7 @@ def run_serve(args: argparse.Namespace) -> int:
     async def main() -> None:
         client = KubeClient(conn) if conn else None
         app = WebhookApp(AdmissionService(config), cache, max_body=args.max_body_bytes)
-        server = _GracefulServer(
+        server = GracefulServer(
             uvicorn.Config(
                 app,
                 host=host,

@@ -1,9 +1,14 @@
-"""The extender's HTTP face: a bare ASGI app (no framework on the hot path).
+"""The extender's routes, independent of the HTTP server that carries them.
 
 Routes, under an optional prefix: POST /filter, /prioritize, /bind, /preempt; GET /healthz,
 /readyz (200 only once the node cache has synced), /metrics. Bad input gets a 4xx whose text says
 what is wrong; an unexpected failure gets a 500 with its message and is logged; the server keeps
 serving either way.
+
+`Dispatcher.dispatch` answers filter, prioritize and preempt synchronously (pure CPU work) and
+returns an awaitable only for bind, which calls the API server. Two transports use it: the lean
+HTTP/1.1 server of `kubesched.extender.http` (what `kubesched extender serve` runs) and the ASGI
+adapter `ExtenderApp` below (tests, and any ASGI server).
 """
 
 from __future__ import annotations
@@ -18,21 +23,17 @@ from kubesched.extender.service import BadRequest, ExtenderService
 
 log = logging.getLogger("kubesched.extender")
 
-Scope = dict[str, Any]
-Receive = Callable[[], Awaitable[dict[str, Any]]]
-Send = Callable[[dict[str, Any]], Awaitable[None]]
-
 VERBS = ("filter", "prioritize", "bind", "preempt")
 DEFAULT_MAX_BODY = 256 * 1024 * 1024
-_JSON = [(b"content-type", b"application/json")]
-_TEXT = [(b"content-type", b"text/plain; charset=utf-8")]
+JSON = b"application/json"
+TEXT = b"text/plain; charset=utf-8"
+
+Response = tuple[int, bytes, bytes]  # status, body, content type
 
 
-class TooLarge(Exception):
-    pass
+class Dispatcher:
+    """Maps a request to the service and its answer to a status, a body and a content type."""
 
-
-class ExtenderApp:
     def __init__(
         self,
         service: ExtenderService,
@@ -45,6 +46,107 @@ class ExtenderApp:
         self.prefix = "/" + prefix.strip("/") if prefix.strip("/") else ""
         self.max_body = max_body
         self.metrics = metrics or ExtenderMetrics()
+        self._verbs = {f"{self.prefix}/{v}": v for v in VERBS}
+        self._sync: dict[str, Callable[[bytes], bytes]] = {
+            "filter": service.filter,
+            "prioritize": service.prioritize,
+            "preempt": service.preempt,
+        }
+        self._observers = {
+            v: (self.metrics.latency.labels(v), {c: self.metrics.requests.labels(v, str(c)) for c in (200, 400, 500)})
+            for v in VERBS
+        }
+
+    def too_large(self) -> Response:
+        return 413, f"request body over the limit of {self.max_body} bytes (--max-body-bytes)".encode(), TEXT
+
+    def needs_body(self, method: str, path: str) -> bool:
+        """Whether the route reads a body (only the verbs do; others answer without reading it)."""
+        return method == "POST" and path in self._verbs
+
+    def dispatch(self, method: str, path: str, body: bytes) -> Response | Awaitable[Response]:
+        verb = self._verbs.get(path)
+        if verb is None:
+            return self._other(method, path)
+        if method != "POST":
+            return 405, f"{verb} takes POST, not {method}".encode(), TEXT
+        start = time.perf_counter()
+        if not body:
+            return self._observe(verb, start, (400, f"empty request body: {verb} takes a JSON object".encode(), TEXT))
+        handler = self._sync.get(verb)
+        if handler is None:
+            return self._bind(body, start)
+        try:
+            out = handler(body)
+        except BadRequest as err:
+            log.info("%s: bad request: %s", verb, err)
+            return self._observe(verb, start, (400, str(err).encode(), TEXT))
+        except Exception as err:
+            log.exception("%s failed", verb)
+            return self._observe(
+                verb, start, (500, f"internal error in {verb}: {type(err).__name__}: {err}".encode(), TEXT)
+            )
+        return self._observe(verb, start, (200, out, JSON))
+
+    async def _bind(self, body: bytes, start: float) -> Response:
+        try:
+            out = await self.service.bind(body)
+        except BadRequest as err:
+            log.info("bind: bad request: %s", err)
+            return self._observe("bind", start, (400, str(err).encode(), TEXT))
+        except Exception as err:
+            log.exception("bind failed")
+            return self._observe(
+                "bind", start, (500, f"internal error in bind: {type(err).__name__}: {err}".encode(), TEXT)
+            )
+        return self._observe("bind", start, (200, out, JSON))
+
+    def _observe(self, verb: str, start: float, response: Response) -> Response:
+        latency, counters = self._observers[verb]
+        counter = counters.get(response[0])
+        (counter or self.metrics.requests.labels(verb, str(response[0]))).inc()
+        latency.observe(time.perf_counter() - start)
+        return response
+
+    def _other(self, method: str, path: str) -> Response:
+        if path in ("/healthz", "/livez"):
+            return 200, b"ok", TEXT
+        if path == "/readyz":
+            if self.service.cache.synced.is_set():
+                return 200, b"ok", TEXT
+            return 503, b"node cache not synced yet", TEXT
+        if path == "/metrics":
+            self.metrics.nodes.set(len(self.service.cache.table))
+            return 200, self.metrics.render(), b"text/plain; version=0.0.4"
+        served = ", ".join(self._verbs)
+        return 404, f"unknown path {path!r}: this extender serves POST {served}".encode(), TEXT
+
+
+def _internal(verb: str, err: Exception) -> Response:
+    return 500, f"internal error in {verb}: {type(err).__name__}: {err}".encode(), TEXT
+
+
+Scope = dict[str, Any]
+Receive = Callable[[], Awaitable[dict[str, Any]]]
+Send = Callable[[dict[str, Any]], Awaitable[None]]
+
+
+class TooLarge(Exception):
+    pass
+
+
+class ExtenderApp:
+    """The dispatcher as an ASGI application."""
+
+    def __init__(
+        self,
+        service: ExtenderService,
+        *,
+        prefix: str = "",
+        max_body: int = DEFAULT_MAX_BODY,
+        metrics: ExtenderMetrics | None = None,
+    ) -> None:
+        self.dispatcher = Dispatcher(service, prefix=prefix, max_body=max_body, metrics=metrics)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
@@ -57,55 +159,20 @@ class ExtenderApp:
                     return
         if scope["type"] != "http":
             return
-        path: str = scope["path"]
-        method: str = scope["method"]
-        if path in ("/healthz", "/livez"):
-            return await _reply(send, 200, b"ok", _TEXT)
-        if path == "/readyz":
-            ready = self.service.cache.synced.is_set()
-            return await _reply(send, 200 if ready else 503, b"ok" if ready else b"node cache not synced yet", _TEXT)
-        if path == "/metrics":
-            self.metrics.nodes.set(len(self.service.cache.table))
-            return await _reply(send, 200, self.metrics.render(), [(b"content-type", b"text/plain; version=0.0.4")])
-        verb = path[len(self.prefix) + 1 :] if path.startswith(self.prefix + "/") else ""
-        if verb not in VERBS:
-            served = ", ".join(f"{self.prefix}/{v}" for v in VERBS)
-            return await _reply(send, 404, f"unknown path {path!r}: this extender serves POST {served}".encode(), _TEXT)
-        if method != "POST":
-            return await _reply(send, 405, f"{verb} takes POST, not {method}".encode(), _TEXT)
-        start = time.perf_counter()
-        status, body, headers = await self._serve(verb, scope, receive)
-        await _reply(send, status, body, headers)
-        self.metrics.requests.labels(verb, str(status)).inc()
-        self.metrics.latency.labels(verb).observe(time.perf_counter() - start)
-
-    async def _serve(self, verb: str, scope: Scope, receive: Receive) -> tuple[int, bytes, list[tuple[bytes, bytes]]]:
-        try:
-            body = await self._body(scope, receive)
-        except TooLarge:
-            return 413, f"request body over the limit of {self.max_body} bytes (--max-body-bytes)".encode(), _TEXT
-        if not body:
-            return 400, f"empty request body: {verb} takes a JSON object".encode(), _TEXT
-        try:
-            if verb == "filter":
-                out = self.service.filter(body)
-            elif verb == "prioritize":
-                out = self.service.prioritize(body)
-            elif verb == "bind":
-                out = await self.service.bind(body)
-            else:
-                out = self.service.preempt(body)
-        except BadRequest as err:
-            log.info("%s: bad request: %s", verb, err)
-            return 400, str(err).encode(), _TEXT
-        except Exception as err:
-            log.exception("%s failed", verb)
-            return 500, f"internal error in {verb}: {type(err).__name__}: {err}".encode(), _TEXT
-        return 200, out, _JSON
+        d = self.dispatcher
+        body = b""
+        if d.needs_body(scope["method"], scope["path"]):
+            try:
+                body = await self._body(scope, receive)
+            except TooLarge:
+                return await _reply(send, d.too_large())
+        result = d.dispatch(scope["method"], scope["path"], body)
+        await _reply(send, result if isinstance(result, tuple) else await result)
 
     async def _body(self, scope: Scope, receive: Receive) -> bytes:
+        limit = self.dispatcher.max_body
         for name, value in scope.get("headers", ()):
-            if name == b"content-length" and value.isdigit() and int(value) > self.max_body:
+            if name == b"content-length" and value.isdigit() and int(value) > limit:
                 raise TooLarge
         chunks: list[bytes] = []
         size = 0
@@ -115,7 +182,7 @@ class ExtenderApp:
             chunk = message.get("body", b"")
             if chunk:
                 size += len(chunk)
-                if size > self.max_body:
+                if size > limit:
                     raise TooLarge
                 chunks.append(chunk)
             more = message.get("more_body", False)
@@ -123,6 +190,7 @@ class ExtenderApp:
         return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
 
-async def _reply(send: Send, status: int, body: bytes, headers: list[tuple[bytes, bytes]]) -> None:
-    await send({"type": "http.response.start", "status": status, "headers": headers})
+async def _reply(send: Send, response: Response) -> None:
+    status, body, content_type = response
+    await send({"type": "http.response.start", "status": status, "headers": [(b"content-type", content_type)]})
     await send({"type": "http.response.body", "body": body})
