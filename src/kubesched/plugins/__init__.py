@@ -10,21 +10,35 @@ from kubesched.framework.interfaces import Plugin
 from kubesched.framework.profile import PluginRef
 from kubesched.framework.registry import Registry
 from kubesched.plugins.balanced_allocation import NodeResourcesBalancedAllocation
+from kubesched.plugins.default_binder import DefaultBinder
+from kubesched.plugins.default_preemption import DefaultPreemption
+from kubesched.plugins.image_locality import ImageLocality
+from kubesched.plugins.inter_pod_affinity import InterPodAffinity
 from kubesched.plugins.node_affinity import NodeAffinity
 from kubesched.plugins.node_name import NodeName
 from kubesched.plugins.node_ports import NodePorts
 from kubesched.plugins.node_resources_fit import NodeResourcesFit
 from kubesched.plugins.node_unschedulable import NodeUnschedulable
+from kubesched.plugins.pod_topology_spread import PodTopologySpread
+from kubesched.plugins.priority_sort import PrioritySort
+from kubesched.plugins.scheduling_gates import SchedulingGates
 from kubesched.plugins.taint_toleration import TaintToleration
 
 IN_TREE: tuple[type[Plugin], ...] = (
+    SchedulingGates,
+    PrioritySort,
     NodeUnschedulable,
     NodeName,
     TaintToleration,
     NodeAffinity,
     NodePorts,
     NodeResourcesFit,
+    PodTopologySpread,
+    InterPodAffinity,
+    DefaultPreemption,
     NodeResourcesBalancedAllocation,
+    ImageLocality,
+    DefaultBinder,
 )
 
 # kube-scheduler v1.35.4's default MultiPoint list (apis/config/v1/default_plugins.go), in order,

@@ -55,6 +55,4 @@ class ExtendedResourceFit(FilterPlugin):
         need = resource_need(pod, self.args.resource)
         if need == 0:
             return Verdicts.all_pass(len(nodes))
-        table, rows = nodes.table, nodes.rows
-        free = table.allocatable(self.args.resource)[rows] - table.requested(self.args.resource)[rows]
-        return Verdicts.from_mask(free < need, self._status)
+        return Verdicts.from_mask(nodes.table.free(self.args.resource)[nodes.rows] < need, self._status)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -25,13 +25,13 @@ from kubesched.core.nodetable import IntColumn, NodeTable
 from kubesched.core.podinfo import PodInfo
 from kubesched.framework.interfaces import (
     CycleState,
-    FilterPlugin,
     Handle,
     NodeBatch,
     PreFilterPlugin,
     PreFilterResult,
     PreScorePlugin,
     ScorePlugin,
+    StaticFilterPlugin,
 )
 from kubesched.framework.status import SKIP, SUCCESS, Status, Verdicts
 from kubesched.plugins.helper import default_normalize_score
@@ -77,7 +77,7 @@ class _PodPreferences:
     errors: Sequence[str]
 
 
-class NodeAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin):
+class NodeAffinity(PreFilterPlugin, StaticFilterPlugin, PreScorePlugin, ScorePlugin):
     """Filters on required node affinity, scores the weights of matching preferred terms."""
 
     name: ClassVar[str] = "NodeAffinity"
@@ -143,6 +143,12 @@ class NodeAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin):
         if not names:
             return PreFilterResult(Status.unresolvable(ERR_REASON_CONFLICT))
         return PreFilterResult(node_names=frozenset(names))
+
+    def shape(self, pod: PodInfo) -> Hashable:
+        spec = pod.pod.spec
+        required = spec.affinity.node_affinity if spec.affinity and spec.affinity.node_affinity else None
+        terms = required.required_during_scheduling_ignored_during_execution if required else None
+        return msgspec.json.encode((spec.node_selector, terms))
 
     def filter(self, state: CycleState, pod: PodInfo, nodes: NodeBatch) -> Verdicts:
         table, rows = nodes.table, nodes.rows

@@ -2,22 +2,26 @@
 
 from __future__ import annotations
 
+from collections.abc import Hashable
 from typing import ClassVar
 
 from kubesched.api.slim import NodeFields
 from kubesched.core.podinfo import PodInfo
-from kubesched.framework.interfaces import CycleState, FilterPlugin, NodeBatch
+from kubesched.framework.interfaces import CycleState, NodeBatch, StaticFilterPlugin
 from kubesched.framework.status import Status, Verdicts
 
 ERR_REASON = "node(s) didn't match the requested node name"
 
 
-class NodeName(FilterPlugin):
+class NodeName(StaticFilterPlugin):
     """Filter: ``spec.nodeName`` empty or equal to the node's name."""
 
     name: ClassVar[str] = "NodeName"
     node_fields = NodeFields()
     _status = Status.unresolvable(ERR_REASON)
+
+    def shape(self, pod: PodInfo) -> Hashable:
+        return pod.pod.spec.node_name
 
     def filter(self, state: CycleState, pod: PodInfo, nodes: NodeBatch) -> Verdicts:
         wanted = pod.pod.spec.node_name

@@ -2,23 +2,27 @@
 
 from __future__ import annotations
 
+from collections.abc import Hashable
 from typing import ClassVar
 
 from kubesched.api.slim import NodeFields
 from kubesched.core.podinfo import PodInfo
 from kubesched.core.tolerations import UNSCHEDULABLE_TAINT, tolerated
-from kubesched.framework.interfaces import CycleState, FilterPlugin, NodeBatch
+from kubesched.framework.interfaces import CycleState, NodeBatch, StaticFilterPlugin
 from kubesched.framework.status import Status, Verdicts
 
 ERR_REASON = "node(s) were unschedulable"
 
 
-class NodeUnschedulable(FilterPlugin):
+class NodeUnschedulable(StaticFilterPlugin):
     """Filter: a cordoned node fails unless the pod tolerates node.kubernetes.io/unschedulable:NoSchedule."""
 
     name: ClassVar[str] = "NodeUnschedulable"
     node_fields = NodeFields(unschedulable=True)
     _status = Status.unresolvable(ERR_REASON)
+
+    def shape(self, pod: PodInfo) -> Hashable:
+        return tolerated(pod.tolerations, UNSCHEDULABLE_TAINT)
 
     def filter(self, state: CycleState, pod: PodInfo, nodes: NodeBatch) -> Verdicts:
         if tolerated(pod.tolerations, UNSCHEDULABLE_TAINT):

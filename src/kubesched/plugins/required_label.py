@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Hashable
+
 import msgspec
 
 from kubesched.api.slim import NodeFields
 from kubesched.core.podinfo import PodInfo
-from kubesched.framework.interfaces import CycleState, FilterPlugin, Handle, NodeBatch
+from kubesched.framework.interfaces import CycleState, Handle, NodeBatch, StaticFilterPlugin
 from kubesched.framework.status import Status, Verdicts
 
 
@@ -14,7 +16,7 @@ class RequiredLabelArgs(msgspec.Struct, forbid_unknown_fields=True):
     label: str = "custom"
 
 
-class RequiredLabel(FilterPlugin):
+class RequiredLabel(StaticFilterPlugin):
     """Rejects nodes without the label, UnschedulableAndUnresolvable: preemption cannot add a label."""
 
     name = "RequiredLabel"
@@ -26,6 +28,9 @@ class RequiredLabel(FilterPlugin):
         if not self.args.label:
             raise ValueError("label: must not be empty")
         self._status = Status.unresolvable(f"node(s) didn't have label {self.args.label}")
+
+    def shape(self, pod: PodInfo) -> Hashable:
+        return None  # the same verdict for every pod
 
     def filter(self, state: CycleState, pod: PodInfo, nodes: NodeBatch) -> Verdicts:
         codes, _ = nodes.table.label_codes(self.args.label)

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Hashable
 from typing import ClassVar
 
 from kubesched.api.slim import NodeFields
 from kubesched.core.nodetable import IntColumn
 from kubesched.core.podinfo import PodInfo
 from kubesched.core.tolerations import DO_NOT_SCHEDULE, PREFER_NO_SCHEDULE, any_untolerated, count_untolerated
-from kubesched.framework.interfaces import CycleState, FilterPlugin, NodeBatch, ScorePlugin
+from kubesched.framework.interfaces import CycleState, NodeBatch, ScorePlugin, StaticFilterPlugin
 from kubesched.framework.status import Status, Verdicts
 from kubesched.plugins.helper import default_normalize_score
 
@@ -16,7 +17,7 @@ ERR_REASON = "node(s) had untolerated taint(s)"
 _PREFER = frozenset({PREFER_NO_SCHEDULE})
 
 
-class TaintToleration(FilterPlugin, ScorePlugin):
+class TaintToleration(StaticFilterPlugin, ScorePlugin):
     """Filter on NoSchedule/NoExecute taints; Score counts untolerated PreferNoSchedule taints, reversed.
 
     Upstream's PreScore only gathers the tolerations Score uses and never skips, so it is folded into Score.
@@ -26,6 +27,9 @@ class TaintToleration(FilterPlugin, ScorePlugin):
     node_fields = NodeFields(taints=True)
     default_weight: ClassVar[int] = 3
     _status = Status.unresolvable(ERR_REASON)
+
+    def shape(self, pod: PodInfo) -> Hashable:
+        return tuple((t.key, t.operator, t.value, t.effect) for t in pod.tolerations)
 
     def filter(self, state: CycleState, pod: PodInfo, nodes: NodeBatch) -> Verdicts:
         index = nodes.table.taint_index()

@@ -2,12 +2,17 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
+import msgspec
 import pytest
 
-from kubesched.framework.interfaces import CycleState, QueueSortPlugin
+from kubesched.api.core import Pod
+from kubesched.core.nodetable import NodeTable
+from kubesched.core.podinfo import PodInfo, compile_pod
+from kubesched.framework.interfaces import CycleState, Handle, ScorePlugin
 from kubesched.framework.profile import PluginRef, ProfileSpec
 from kubesched.framework.runtime import Framework
 from kubesched.plugins import default_profile_plugins, in_tree
+from kubesched.plugins.default_preemption import DefaultPreemption
 from tests.helpers import batch, make_node, make_pod, make_table
 
 Z1 = {"zone": "z1"}
@@ -15,25 +20,37 @@ Z1 = {"zone": "z1"}
 
 def test_default_profile_order_and_weights() -> None:
     assert default_profile_plugins() == (
+        PluginRef("SchedulingGates"),
+        PluginRef("PrioritySort"),
         PluginRef("NodeUnschedulable"),
         PluginRef("NodeName"),
         PluginRef("TaintToleration", 3),
         PluginRef("NodeAffinity", 2),
         PluginRef("NodePorts"),
         PluginRef("NodeResourcesFit", 1),
+        PluginRef("PodTopologySpread", 2),
+        PluginRef("InterPodAffinity", 2),
+        PluginRef("DefaultPreemption"),
         PluginRef("NodeResourcesBalancedAllocation", 1),
+        PluginRef("ImageLocality", 1),
+        PluginRef("DefaultBinder"),
     )
 
 
-class PrioritySort(QueueSortPlugin):
-    name: ClassVar[str] = "PrioritySort"
+class VolumeBinding(ScorePlugin):
+    name: ClassVar[str] = "VolumeBinding"
 
 
 def test_in_tree_is_a_new_registry_each_time_and_new_plugins_take_upstream_places() -> None:
     registry = in_tree()
-    registry.register(PrioritySort)
-    assert "PrioritySort" not in in_tree()
-    assert default_profile_plugins(registry)[:2] == (PluginRef("PrioritySort"), PluginRef("NodeUnschedulable"))
+    registry.register(VolumeBinding)
+    assert "VolumeBinding" not in in_tree()
+    refs = default_profile_plugins(registry)
+    assert refs[7:10] == (
+        PluginRef("NodeResourcesFit", 1),
+        PluginRef("VolumeBinding", 1),
+        PluginRef("PodTopologySpread", 2),
+    )
 
 
 def framework() -> Framework:
@@ -150,6 +167,106 @@ def test_feasible_nodes_are_scored_with_default_weights() -> None:
     assert outcome.feasible.tolist() == [0, 1]
     totals, weight_sum = fw.prioritize(state, pod, batch(table))
     # TaintToleration (weight 3): 0 / 100; NodeAffinity (weight 2): 100 / 0;
-    # Fit: (75 + 87)/2 = 81; Balanced: std 0.0625 -> 93.
+    # Fit: (75 + 87)/2 = 81; Balanced: std 0.0625 -> 93; ImageLocality (weight 1): 0 / 0.
+    # PodTopologySpread and InterPodAffinity skip: no spreading constraints, no pod affinity anywhere.
     assert totals.tolist() == [0 * 3 + 100 * 2 + 81 + 93, 100 * 3 + 0 * 2 + 81 + 93]
-    assert weight_sum == 7
+    assert weight_sum == 8
+
+
+# ---- the whole default profile, PostFilter included ----------------------------------------------
+
+ZONE, HOST = "topology.kubernetes.io/zone", "kubernetes.io/hostname"
+
+
+def with_preemption() -> tuple[Framework, DefaultPreemption]:
+    """The default profile as the scheduler builds it: DefaultPreemption reaches the framework through the handle."""
+    handle = Handle()
+    fw = Framework.build(ProfileSpec(plugins=default_profile_plugins()), in_tree(), handle)
+    handle.services["framework"] = fw
+    (plugin,) = fw.post_filter
+    assert isinstance(plugin, DefaultPreemption)
+    plugin.random_offset = lambda n: 0
+    return fw, plugin
+
+
+def attempt(table: NodeTable, pod: PodInfo) -> tuple[str | None, str]:
+    """One failed scheduling attempt: the nominated node and kube-scheduler's FailedScheduling message."""
+    fw, plugin = with_preemption()
+    state = CycleState()
+    outcome = fw.find_feasible(state, pod, batch(table))
+    assert outcome.feasible.tolist() == []
+    nominated, status = plugin.post_filter(state, pod, table, outcome.diagnosis)
+    outcome.diagnosis.post_filter_message = status.message
+    return nominated, outcome.diagnosis.message(len(table))
+
+
+def labelled(name: str, labels: dict[str, str], priority: int = 0, **spec: Any) -> PodInfo:
+    meta = {"name": name, "namespace": "default", "uid": f"uid-{name}", "labels": labels}
+    return compile_pod(msgspec.convert({"metadata": meta, "spec": {"priority": priority, **spec}}, Pod))
+
+
+def test_full_profile_message_when_preemption_cannot_help() -> None:
+    """§2.8's worked shape. kube-scheduler 1.34-1.36 also puts DynamicResources' "no new claims to
+    deallocate, " before "preemption: "; kubesched has no DynamicResources plugin, so its suffix is the
+    ≤ 1.33 (and 1.37+) one."""
+    table = make_table(
+        [
+            make_node("tainted", taints=[{"key": "dedicated", "effect": "NoSchedule"}]),
+            make_node("n1", alloc={"cpu": "2", "memory": "8Gi", "pods": "110"}),
+            make_node("n2", alloc={"cpu": "2", "memory": "8Gi", "pods": "110"}),
+        ],
+        {"n1": [make_pod("a", requests={"cpu": "2"})], "n2": [make_pod("b", requests={"cpu": "2"})]},
+    )
+    assert attempt(table, make_pod("p", requests={"cpu": "1"})) == (
+        "",
+        "0/3 nodes are available: 1 node(s) had untolerated taint(s), 2 Insufficient cpu. "
+        "preemption: 0/3 nodes are available: 1 Preemption is not helpful for scheduling, "
+        "2 No preemption victims found for incoming pod.",
+    )
+
+
+def test_full_profile_message_with_spreading_and_anti_affinity() -> None:
+    web = {"app": "web"}
+    table = make_table(
+        [
+            make_node("n1", labels={HOST: "n1", ZONE: "z1"}),
+            make_node("n2", labels={HOST: "n2", ZONE: "z2"}),
+            make_node("n3", labels={HOST: "n3"}),
+            make_node("n4", labels={HOST: "n4", ZONE: "z3"}, taints=[{"key": "k", "effect": "NoSchedule"}]),
+        ],
+        {"n1": [labelled("w1", web)], "n2": [labelled("w2", web)]},
+    )
+    anti = {
+        "podAntiAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": [
+                {"labelSelector": {"matchLabels": web}, "topologyKey": HOST}
+            ]
+        }
+    }
+    spread = [
+        {
+            "maxSkew": 1,
+            "topologyKey": ZONE,
+            "whenUnsatisfiable": "DoNotSchedule",
+            "labelSelector": {"matchLabels": {"app": "p"}},
+        }
+    ]
+    pod = labelled("p", {"app": "p"}, affinity=anti, topologySpreadConstraints=spread)
+    assert attempt(table, pod) == (
+        "",
+        "0/4 nodes are available: 1 node(s) didn't match pod topology spread constraints (missing required label), "
+        "1 node(s) had untolerated taint(s), 2 node(s) didn't match pod anti-affinity rules. "
+        "preemption: 0/4 nodes are available: 2 No preemption victims found for incoming pod, "
+        "2 Preemption is not helpful for scheduling.",
+    )
+
+
+def test_full_profile_successful_preemption_adds_no_suffix() -> None:
+    table = make_table(
+        [make_node("n1", alloc={"cpu": "2", "memory": "8Gi", "pods": "110"})],
+        {"n1": [make_pod("low", requests={"cpu": "2"}, priority=1)]},
+    )
+    assert attempt(table, make_pod("p", requests={"cpu": "1"}, priority=10)) == (
+        "n1",
+        "0/1 nodes are available: 1 Insufficient cpu.",
+    )

@@ -1,0 +1,29 @@
+"""DefaultBinder (Bind): POST the pod's Binding to the chosen node through the handle's cluster."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from kubesched.api.slim import NodeFields
+from kubesched.core.podinfo import PodInfo
+from kubesched.framework.interfaces import BindPlugin, ClusterAPIError, CycleState
+from kubesched.framework.status import SUCCESS, Status
+
+ERR_NO_CLUSTER = "no cluster to bind to"
+
+
+class DefaultBinder(BindPlugin):
+    """Binds through ``handle.cluster``; any failure is an Error status (the pod is un-assumed and retried)."""
+
+    name: ClassVar[str] = "DefaultBinder"
+    node_fields = NodeFields()
+
+    async def bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
+        cluster = self.handle.cluster
+        if cluster is None:
+            return Status.error(ERR_NO_CLUSTER)
+        try:
+            await cluster.bind(pod, node_name)
+        except ClusterAPIError as err:
+            return Status.error(str(err))
+        return SUCCESS

@@ -1,0 +1,367 @@
+"""DefaultPreemption (PostFilter): find lower-priority pods whose eviction lets an unschedulable pod fit.
+
+The algorithm of kube-scheduler v1.35.4 (default_preemption.go, preemption/preemption.go):
+
+1. eligibility: ``preemptionPolicy: Never``, or a lower-priority pod already terminating by
+   preemption on the pod's nominated node, ends here;
+2. potential nodes: those whose Filter status is Unschedulable (not UnschedulableAndUnresolvable);
+3. dry run, from a random offset, until enough candidates: on the node table itself, remove every
+   lower-priority pod of the node, re-run the profile's Filter plugins on that one row, then reprieve
+   the pods (PDB-violating ones first, most important first) that still let the pod fit; the rest
+   are the victims. The table is always restored;
+4. the extenders hook may trim the candidates; then the best candidate is chosen (six rules).
+
+Its Filter plugins come from the profile's Framework, ``handle.services["framework"]`` (set by the
+scheduler once the profile is built). Plugins whose PreFilter precomputes counts over pods
+(PodTopologySpread, InterPodAffinity) implement ``add_pod``/``remove_pod`` (upstream's PreFilter
+extensions) so the dry run updates a clone of their cycle state.
+
+PostFilter is synchronous and eviction is not: ``post_filter`` returns (nominated node, status) and
+keeps the choice in ``state["DefaultPreemption"]``; the scheduler then awaits ``evict(state, pod)``.
+Not done: nominated pods are not added during the dry run (the framework keeps no nominator) and
+lower-priority pods nominated to the chosen node are not cleared.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar, Protocol, runtime_checkable
+
+import msgspec
+import numpy as np
+
+from kubesched.api.policy import PodDisruptionBudget
+from kubesched.api.slim import NodeFields
+from kubesched.core.nodetable import NodeTable
+from kubesched.core.podinfo import PodInfo
+from kubesched.framework.diagnosis import Diagnosis
+from kubesched.framework.interfaces import (
+    ClusterAPIError,
+    CycleState,
+    Handle,
+    NodeBatch,
+    PostFilterPlugin,
+    PreEnqueuePlugin,
+)
+from kubesched.framework.runtime import Framework, FrameworkError
+from kubesched.framework.status import SUCCESS, Code, Status
+from kubesched.plugins.default_preemption_candidates import (
+    Candidate,
+    importance,
+    pick_one,
+    split_by_pdb,
+    terminating_by_preemption,
+)
+
+ERR_NEVER = "not eligible due to preemptionPolicy=Never."
+ERR_TERMINATING = "not eligible due to a terminating pod on the nominated node."
+ERR_NOT_HELPFUL = "Preemption is not helpful for scheduling"
+ERR_NO_VICTIMS = "No preemption victims found for incoming pod"
+ERR_NO_CANDIDATE = "no candidate node for preemption"
+ERR_WAITING = "waiting for the preemption for this pod to be finished"
+FRAMEWORK_SERVICE = "framework"
+EXTENDERS_SERVICE = "preempt_extenders"
+
+# node name -> (victims, number of PDB violations): what the extenders hook receives and returns.
+VictimsMap = dict[str, tuple[list[PodInfo], int]]
+PreemptExtenders = Callable[[PodInfo, VictimsMap], Mapping[str, tuple[Sequence[PodInfo], int]]]
+
+
+class DefaultPreemptionArgs(msgspec.Struct, rename="camel", forbid_unknown_fields=True):
+    min_candidate_nodes_percentage: int = 10
+    min_candidate_nodes_absolute: int = 100
+
+
+def validate_args(args: DefaultPreemptionArgs) -> list[str]:
+    pct, absolute = args.min_candidate_nodes_percentage, args.min_candidate_nodes_absolute
+    errors = []
+    if not 0 <= pct <= 100:
+        errors.append(f"minCandidateNodesPercentage: Invalid value: {pct}: not in valid range [0, 100]")
+    if absolute < 0:
+        errors.append(f"minCandidateNodesAbsolute: Invalid value: {absolute}: not in valid range [0, inf)")
+    if pct == 0 and absolute == 0:
+        both = "cannot be zero at the same time as"
+        errors.append(f"minCandidateNodesPercentage: Invalid value: 0: {both} minCandidateNodesAbsolute")
+        errors.append(f"minCandidateNodesAbsolute: Invalid value: 0: {both} minCandidateNodesPercentage")
+    return errors
+
+
+@runtime_checkable
+class PreFilterExtensions(Protocol):
+    """Keeps a PreFilter plugin's cycle state right while the dry run adds and removes pods on ``row``."""
+
+    def add_pod(self, state: CycleState, pod: PodInfo, added: PodInfo, table: NodeTable, row: int) -> None: ...
+
+    def remove_pod(self, state: CycleState, pod: PodInfo, removed: PodInfo, table: NodeTable, row: int) -> None: ...
+
+
+@dataclass(frozen=True)
+class Preemption:
+    """The choice of one PostFilter run, kept in the cycle state for `evict`."""
+
+    node: str
+    victims: tuple[PodInfo, ...]
+
+
+def clone_state(state: CycleState) -> CycleState:
+    """CycleState.Clone: every value with a ``clone`` method is copied, the rest shared."""
+    out = CycleState()
+    out.skip_filter = set(state.skip_filter)
+    out.skip_score = set(state.skip_score)
+    for key, value in state.items():
+        clone = getattr(value, "clone", None)
+        out[key] = clone() if callable(clone) else value
+    return out
+
+
+def _aggregate(messages: Sequence[str]) -> str:
+    return messages[0] if len(messages) == 1 else "[" + ", ".join(messages) + "]"
+
+
+class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin):
+    """PostFilter: choose a node and victims; PreEnqueue: hold the pod back while its victims are evicted."""
+
+    name: ClassVar[str] = "DefaultPreemption"
+    Args: ClassVar[type | None] = DefaultPreemptionArgs
+    node_fields = NodeFields()
+
+    def __init__(self, args: DefaultPreemptionArgs | None = None, handle: Handle | None = None) -> None:
+        args = args or DefaultPreemptionArgs()
+        super().__init__(args, handle)
+        errors = validate_args(args)
+        if errors:
+            raise ValueError("; ".join(errors))
+        self.percentage = args.min_candidate_nodes_percentage
+        self.absolute = args.min_candidate_nodes_absolute
+        # Where the dry run starts among the potential nodes (upstream: rand.Int31n); tests replace it.
+        self.random_offset: Callable[[int], int] = random.randrange
+        self.now_ns: Callable[[], int] = time.time_ns
+        self._evicting: set[str] = set()
+
+    def num_candidates(self, nodes: int) -> int:
+        """calculateNumCandidates: a percentage of the potential nodes, at least the absolute number, at most all."""
+        return min(nodes, max(nodes * self.percentage // 100, self.absolute))
+
+    # ---- PreEnqueue ------------------------------------------------------------------------------
+
+    def pre_enqueue(self, pod: PodInfo) -> Status:
+        return Status.unresolvable(ERR_WAITING) if pod.uid in self._evicting else SUCCESS
+
+    # ---- PostFilter ------------------------------------------------------------------------------
+
+    def post_filter(
+        self, state: CycleState, pod: PodInfo, table: NodeTable, diagnosis: Any
+    ) -> tuple[str | None, Status]:
+        """(nominated node: None keeps the pod's, "" clears it; status), every message prefixed `preemption: `."""
+        state.pop(self.name, None)
+        nominated, status = self._preempt(state, pod, table, diagnosis)
+        if status.message:
+            status = Status(status.code, (f"preemption: {status.message}",))
+        return nominated, status
+
+    def _preempt(
+        self, state: CycleState, pod: PodInfo, table: NodeTable, diagnosis: Diagnosis
+    ) -> tuple[str | None, Status]:
+        status_of = self._statuses(table, diagnosis)
+        if pod.pod.spec.preemption_policy == "Never":
+            return None, Status.unschedulable(ERR_NEVER)
+        if self._preempting_already(pod, table, status_of):
+            return None, Status.unschedulable(ERR_TERMINATING)
+        if not len(table):
+            return None, Status.error("no nodes available")
+        potential = [row for row in table.rows().tolist() if status_of(row).code == Code.UNSCHEDULABLE]
+        if not potential:
+            return "", Status.unschedulable(self._fit_error(table, []))
+        framework = self.handle.services.get(FRAMEWORK_SERVICE)
+        if not isinstance(framework, Framework):
+            return None, Status.error(
+                f'no framework to dry-run preemption with: handle.services["{FRAMEWORK_SERVICE}"]'
+            )
+        cluster = self.handle.cluster
+        pdbs = list(cluster.pdbs()) if cluster is not None else []
+        now = self.now_ns()
+        candidates, failures = self._dry_run(framework, state, pod, table, potential, pdbs, now)
+        if not candidates:
+            errors = [s.message for _, s in failures if s.code == Code.ERROR]
+            if errors:
+                return None, Status.error(_aggregate(errors))
+            return "", Status.unschedulable(self._fit_error(table, failures))
+        trimmed = self._call_extenders(pod, candidates)
+        if isinstance(trimmed, Status):
+            return None, trimmed
+        if not trimmed:
+            return None, Status.unschedulable(ERR_NO_CANDIDATE)
+        best = trimmed[0] if len(trimmed) == 1 else pick_one(trimmed, now)
+        state[self.name] = Preemption(best.node, best.victims)
+        return best.node, SUCCESS
+
+    @staticmethod
+    def _statuses(table: NodeTable, diagnosis: Diagnosis) -> Callable[[int], Status]:
+        """A node's Filter status; nodes without one get the absent status (default: unresolvable)."""
+        if diagnosis.pre_filter is not None:
+            rejected = diagnosis.pre_filter
+            return lambda row: rejected
+        explicit = dict(diagnosis.items())
+        absent = diagnosis.absent or Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE)
+        return lambda row: explicit.get(row, absent)
+
+    def _preempting_already(self, pod: PodInfo, table: NodeTable, status_of: Callable[[int], Status]) -> bool:
+        """A lower-priority pod on the nominated node is already terminating by preemption (unless unresolvable)."""
+        row = table.index.get(pod.pod.status.nominated_node_name) if pod.pod.status.nominated_node_name else None
+        if row is None or status_of(row).code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
+            return False
+        return any(p.priority < pod.priority and terminating_by_preemption(p) for p in table.pods_on(row).values())
+
+    @staticmethod
+    def _fit_error(table: NodeTable, failures: Sequence[tuple[int, Status]]) -> str:
+        """FitError over the dry run: nodes not tried share "Preemption is not helpful for scheduling"."""
+        diagnosis = Diagnosis(absent=Status.unresolvable(ERR_NOT_HELPFUL))
+        distinct = list(dict.fromkeys(s for _, s in failures))
+        if failures:
+            rows = np.array([r for r, _ in failures], dtype=np.intp)
+            codes = np.array([distinct.index(s) + 1 for _, s in failures], dtype=np.int32)
+            diagnosis.add(rows, codes, tuple(distinct))
+        return diagnosis.message(len(table))
+
+    # ---- dry run ---------------------------------------------------------------------------------
+
+    def _dry_run(
+        self,
+        framework: Framework,
+        state: CycleState,
+        pod: PodInfo,
+        table: NodeTable,
+        potential: list[int],
+        pdbs: Sequence[PodDisruptionBudget],
+        now: int,
+    ) -> tuple[list[Candidate], list[tuple[int, Status]]]:
+        """DryRunPreemption, one node after the other: candidates (non-violating first) and failures."""
+        n = len(potential)
+        offset, wanted = self.random_offset(n), self.num_candidates(n)
+        non_violating: list[Candidate] = []
+        violating: list[Candidate] = []
+        failures: list[tuple[int, Status]] = []
+        for i in range(n):
+            row = potential[(offset + i) % n]
+            victims, violations, status = self.select_victims(framework, state, pod, table, row, pdbs, now)
+            if status.ok and victims:
+                found = Candidate(table.names[row], tuple(victims), violations)
+                (violating if violations else non_violating).append(found)
+                if non_violating and len(non_violating) + len(violating) >= wanted:
+                    break
+                continue
+            if status.ok:
+                status = Status.error(f'expected at least one victim pod on node "{table.names[row]}"')
+            failures.append((row, status))
+        return non_violating + violating, failures
+
+    def select_victims(
+        self,
+        framework: Framework,
+        state: CycleState,
+        pod: PodInfo,
+        table: NodeTable,
+        row: int,
+        pdbs: Sequence[PodDisruptionBudget],
+        now: int,
+    ) -> tuple[list[PodInfo], int, Status]:
+        """SelectVictimsOnNode on the table's row: (victims most important first, PDB violations, status)."""
+        original = list(table.pods_on(row).values())
+        lower = [p for p in original if p.priority < pod.priority]
+        if not lower:
+            return [], 0, Status.unresolvable(ERR_NO_VICTIMS)
+        copy = clone_state(state)
+        extensions = [
+            p for p in framework.pre_filter if p.name not in state.skip_filter and isinstance(p, PreFilterExtensions)
+        ]
+        one = NodeBatch(table, np.array([row], dtype=np.intp))
+
+        def remove(p: PodInfo) -> None:
+            table.remove_pod(row, p.uid)
+            for ext in extensions:
+                ext.remove_pod(copy, pod, p, table, row)
+
+        def add(p: PodInfo) -> None:
+            table.add_pod(row, p)
+            for ext in extensions:
+                ext.add_pod(copy, pod, p, table, row)
+
+        def fits() -> Status:
+            diagnosis = Diagnosis()
+            if len(framework.run_filter(copy, pod, one, diagnosis)):
+                return SUCCESS
+            return next(diagnosis.items())[1]
+
+        try:
+            for p in lower:
+                remove(p)
+            status = fits()
+            if not status.ok:
+                return [], 0, status
+            lower.sort(key=importance(now))
+            violating, non_violating = split_by_pdb(lower, pdbs)
+            victims: list[PodInfo] = []
+            violations = 0
+            # Reprieve as many as possible: PDB-violating pods first, each group most important first.
+            for group, counts in ((violating, 1), (non_violating, 0)):
+                for p in group:
+                    add(p)
+                    if not fits().ok:
+                        remove(p)
+                        victims.append(p)
+                        violations += counts
+            if violating and non_violating:
+                victims.sort(key=importance(now))
+            return victims, violations, SUCCESS
+        except FrameworkError as err:
+            return [], 0, err.status
+        finally:
+            present = table.pods_on(row)
+            for p in original:
+                if p.uid not in present:
+                    table.add_pod(row, p)
+
+    def _call_extenders(self, pod: PodInfo, candidates: list[Candidate]) -> list[Candidate] | Status:
+        """The scheduler's extenders (``handle.services["preempt_extenders"]``) may trim the candidates."""
+        extenders: PreemptExtenders | None = self.handle.services.get(EXTENDERS_SERVICE)
+        if extenders is None:
+            return candidates
+        try:
+            trimmed = extenders(pod, {c.node: (list(c.victims), c.pdb_violations) for c in candidates})
+        except ClusterAPIError as err:
+            return Status.error(str(err))
+        for node, (victims, _) in trimmed.items():
+            if not victims:
+                return Status.error(f'expected at least one victim pod on node "{node}"')
+        return [Candidate(node, tuple(victims), violations) for node, (victims, violations) in trimmed.items()]
+
+    # ---- acting on the choice --------------------------------------------------------------------
+
+    async def evict(self, state: CycleState, pod: PodInfo) -> Status:
+        """Preempt the victims chosen by `post_filter` (concurrently), then nominate the node for the pod."""
+        chosen = state.get(self.name)
+        if not isinstance(chosen, Preemption):
+            return Status.error("no preemption chosen in this cycle")
+        cluster = self.handle.cluster
+        if cluster is None:
+            return Status.error("no cluster to preempt on")
+        self._evicting.add(pod.uid)
+        try:
+            results = await asyncio.gather(
+                *(cluster.evict(v, pod, chosen.node) for v in chosen.victims), return_exceptions=True
+            )
+            for result in results:
+                if isinstance(result, ClusterAPIError):
+                    return Status.error(str(result))
+                if isinstance(result, BaseException):
+                    raise result
+            await cluster.set_nominated_node(pod, chosen.node)
+        except ClusterAPIError as err:
+            return Status.error(str(err))
+        finally:
+            self._evicting.discard(pod.uid)
+        return SUCCESS

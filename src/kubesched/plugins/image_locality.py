@@ -1,0 +1,56 @@
+"""ImageLocality (Score): favour nodes that already hold the pod's images, weighted by how rare they are.
+
+For each container (init and regular, duplicates counted twice) whose image name the node reports,
+add trunc(size × nodes with that name / all nodes); clamp the sum to [23 MiB, 1000 MiB × containers]
+and scale it linearly to 0-100. Node image names are compared as reported, pod images with `:latest`
+added when untagged (PodInfo.images).
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+import numpy as np
+
+from kubesched.api.slim import NodeFields
+from kubesched.core.nodetable import IntColumn
+from kubesched.core.podinfo import PodInfo
+from kubesched.framework.interfaces import MAX_NODE_SCORE, CycleState, NodeBatch, ScorePlugin
+
+MB = 1024 * 1024
+MIN_THRESHOLD = 23 * MB
+MAX_CONTAINER_THRESHOLD = 1000 * MB
+
+
+def scale(sums: IntColumn, containers: int) -> IntColumn:
+    """calculatePriority: the sum clamped to [min, max] and mapped linearly onto 0-100 (integer division)."""
+    if containers == 0:
+        # Without containers the sum is 0, clamped to the minimum: score 0.
+        return np.zeros_like(sums)
+    top = MAX_CONTAINER_THRESHOLD * containers
+    scaled: IntColumn = MAX_NODE_SCORE * (np.clip(sums, MIN_THRESHOLD, top) - MIN_THRESHOLD) // (top - MIN_THRESHOLD)
+    return scaled
+
+
+class ImageLocality(ScorePlugin):
+    """Score only; no NormalizeScore."""
+
+    name: ClassVar[str] = "ImageLocality"
+    node_fields = NodeFields(images=True)
+    default_weight: ClassVar[int] = 1
+
+    def score(self, state: CycleState, pod: PodInfo, nodes: NodeBatch) -> IntColumn:
+        table = nodes.table
+        index = table.image_index()
+        total = len(table)
+        sums = np.zeros(table.size, dtype=np.int64)
+        for image in pod.images:
+            found = index.get(image)
+            if found is None or not total:
+                continue
+            rows, size = found
+            # A node listing a name twice still counts once (upstream keeps a set of nodes).
+            spread = len(np.unique(rows)) / total
+            # Fancy-index += adds once per distinct row, matching that set.
+            sums[rows] += int(size * spread)
+        return scale(sums[nodes.rows], pod.container_count)
