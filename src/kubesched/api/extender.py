@@ -40,15 +40,20 @@ class ExtenderArgs(msgspec.Struct):
     NodeNames: list[str] | None = None
 
 
+NULL = msgspec.Raw(b"null")
+
+
+def _null() -> msgspec.Raw:
+    return NULL
+
+
 class ExtenderArgsRawNames(msgspec.Struct):
-    """ExtenderArgs with NodeNames left as raw JSON, for a lookup that skips making Python strings."""
+    """ExtenderArgs with NodeNames left as raw JSON: decoded only in names mode, and full-node
+    requests never build the name list."""
 
     Pod: Pod | None = None
     Nodes: RawNodeList | None = None
-    NodeNames: msgspec.Raw = msgspec.field(default_factory=lambda: NULL)  # NULL when absent or null
-
-
-NULL = msgspec.Raw(b"null")
+    NodeNames: msgspec.Raw = msgspec.field(default_factory=_null)  # NULL when absent or null
 
 
 class ExtenderFilterResult(msgspec.Struct):

@@ -86,6 +86,11 @@ class NodeTable:
         self._taints: TaintIndex | None = None
         self._images: dict[str, tuple[Rows, int]] | None = None
         self.generation = 0
+        # Bumped only when something plugins derive from node objects changes (not on pod changes
+        # or node heartbeats); `derived` holds such results and is emptied then.
+        self.static_generation = 0
+        self.derived: dict[object, Any] = {}
+        self._free_cols: dict[str, tuple[int, IntColumn]] = {}
         self._names_gen = 0
         self._name_array: npt.NDArray[np.object_] | None = None
         self._name_array_gen = -1
@@ -187,6 +192,7 @@ class NodeTable:
             # Masks of the taint and image indexes are sized to the old row count.
             self._taints = None
             self._images = None
+            self._static_changed()
         else:
             old = self.nodes[row]
             self.nodes[row] = node
@@ -194,9 +200,24 @@ class NodeTable:
                 self._taints = None
             if old is not None and old.status.images != node.status.images:
                 self._images = None
+            if old is None or _static_fields_differ(old, node):
+                self._static_changed()
         self._refresh_static(row, node)
         self.generation += 1
         return row
+
+    def _static_changed(self) -> None:
+        # A heartbeat-only update (conditions, timestamps) keeps what is derived from nodes valid.
+        self.static_generation += 1
+        self.derived.clear()
+
+    def free(self, resource: str) -> IntColumn:
+        """Allocatable minus requested, per row (cached until a node or pod changes)."""
+        cached = self._free_cols.get(resource)
+        if cached is None or cached[0] != self.generation:
+            cached = (self.generation, self.allocatable(resource) - self.requested(resource))
+            self._free_cols[resource] = cached
+        return cached[1]
 
     def remove(self, name: str) -> int | None:
         """Delete a node; its row becomes a tombstone. Returns the row, or None if unknown."""
@@ -204,6 +225,7 @@ class NodeTable:
         if row is None:
             return None
         self._names_gen += 1
+        self._static_changed()
         node = self.nodes[row]
         self.nodes[row] = None
         self._alive[row] = False
@@ -343,6 +365,16 @@ class NodeTable:
     def used_host_ports(self, row: int) -> Iterator[HostPort]:
         for pod in self._pods[row].values():
             yield from pod.host_ports
+
+
+def _static_fields_differ(a: Node, b: Node) -> bool:
+    return (
+        a.metadata.labels != b.metadata.labels
+        or a.spec.unschedulable != b.spec.unschedulable
+        or a.spec.taints != b.spec.taints
+        or a.status.allocatable != b.status.allocatable
+        or a.status.images != b.status.images
+    )
 
 
 def _usage(pod: PodInfo, key: str) -> int:

@@ -31,21 +31,6 @@ def quote_all(names: Iterable[str]) -> npt.NDArray[np.object_]:
     return np.array(list(map(_encode, names)) or [], dtype=object)
 
 
-def split_names(raw: bytes) -> Quoted | None:
-    """The items of a JSON array of plain strings, still quoted; None unless the array is in the
-    canonical compact form (no whitespace, no escapes), which is what kube-scheduler sends."""
-    if raw == b"[]":
-        return []
-    if not (raw.startswith(b'["') and raw.endswith(b'"]')) or b"\\" in raw:
-        return None
-    if b" " in raw or b"\n" in raw or b"\t" in raw or b"\r" in raw:
-        return None
-    parts = raw[1:-1].split(b",")
-    # Without escapes every string holds exactly two quotes; a comma inside a string or an item
-    # that is not a string breaks the count.
-    return parts if raw.count(b'"') == 2 * len(parts) else None
-
-
 def _pairs(groups: Sequence[tuple[bytes, Quoted]]) -> bytes:
     out = []
     for message, names in groups:

@@ -10,7 +10,6 @@ from __future__ import annotations
 import logging
 import random
 from dataclasses import dataclass
-from operator import itemgetter
 
 import msgspec
 import numpy as np
@@ -23,7 +22,7 @@ from kubesched.cluster.kubeclient import APIError, KubeClient
 from kubesched.core.nodetable import NodeTable, Rows, table_of
 from kubesched.core.podinfo import PodInfo, compile_pod
 from kubesched.core.quantity import QuantityError
-from kubesched.extender.replies import filter_reply, priorities_reply, quote_all, split_names
+from kubesched.extender.replies import filter_reply, priorities_reply, quote_all
 from kubesched.framework.interfaces import CycleState, NodeBatch
 from kubesched.framework.policy import Policy
 from kubesched.framework.runtime import Framework, FrameworkError
@@ -37,18 +36,6 @@ _bind_args = msgspec.json.Decoder(wire.ExtenderBindingArgs)
 _preempt_args = msgspec.json.Decoder(wire.ExtenderPreemptionArgs)
 _encoder = msgspec.json.Encoder()
 _EMPTY_META: dict[str, str] = {}
-
-
-def _rows(quoted_names: list[bytes], index: dict[bytes, int]) -> Rows:
-    """Rows of the (still quoted) names, in order, leaving out names the index does not know."""
-    if len(quoted_names) > 1:
-        try:
-            found = itemgetter(*quoted_names)(index)
-            return np.fromiter(found, dtype=np.intp, count=len(found))
-        except KeyError:
-            pass
-    rows = np.array([index.get(q, -1) for q in quoted_names], dtype=np.intp)
-    return rows[rows >= 0]
 
 
 class BadRequest(ValueError):
@@ -78,17 +65,15 @@ class ExtenderService:
         self._node = msgspec.json.Decoder(node_type(framework.node_fields()))
         self._quoted_gen = -1
         self._quoted: npt.NDArray[np.object_] = np.array([], dtype=object)
-        self._quoted_index: dict[bytes, int] = {}
         self._messages: dict[str, bytes] = {}
 
-    def _cache_quoted(self) -> tuple[npt.NDArray[np.object_], dict[bytes, int]]:
-        """The cache's node names as JSON strings, by row and as an index (rebuilt when nodes come or go)."""
+    def _cache_quoted(self) -> npt.NDArray[np.object_]:
+        """The cache's node names as JSON strings, by row (rebuilt when nodes come or go)."""
         table = self.cache.table
         if self._quoted_gen != table.names_generation:
             self._quoted = quote_all(table.names)
-            self._quoted_index = {self._quoted[row]: row for row in table.index.values()}
             self._quoted_gen = table.names_generation
-        return self._quoted, self._quoted_index
+        return self._quoted
 
     def _message(self, text: str) -> bytes:
         quoted = self._messages.get(text)
@@ -123,17 +108,14 @@ class ExtenderService:
         if args.NodeNames != wire.NULL:
             # Names the cache does not know are skipped: the extender cannot judge them.
             table = self.cache.table
-            quoted, index = self._cache_quoted()
-            parts = split_names(bytes(args.NodeNames))
-            if parts is None:
-                try:
-                    names = _names.decode(args.NodeNames)
-                except msgspec.DecodeError as err:
-                    text = str(err)
-                    where = text.replace("`$", "`$.NodeNames", 1) if "`$" in text else f"{text} - at `$.NodeNames`"
-                    raise BadRequest(f"invalid ExtenderArgs: {where}") from None
-                return Candidates(table, table.rows_for(names), quoted, None)
-            return Candidates(table, _rows(parts, index), quoted, None)
+            quoted = self._cache_quoted()
+            try:
+                names = _names.decode(args.NodeNames)
+            except msgspec.DecodeError as err:
+                text = str(err)
+                where = text.replace("`$", "`$.NodeNames", 1) if "`$" in text else f"{text} - at `$.NodeNames`"
+                raise BadRequest(f"invalid ExtenderArgs: {where}") from None
+            return Candidates(table, table.rows_for(names), quoted, None)
         items = (args.Nodes.items if args.Nodes else None) or []
         decode = self._node.decode
         try:

@@ -11,14 +11,16 @@ from kubesched.core.nodetable import Rows
 from kubesched.framework.status import Codes, Status
 
 
-@dataclass(frozen=True)
 class Rejection:
     """Rows one plugin rejected: row i failed with ``statuses[codes[i] - 1]``."""
 
-    rows: Rows
-    codes: Codes
-    statuses: tuple[Status, ...]
-    plugin: str = ""
+    __slots__ = ("codes", "plugin", "rows", "statuses")
+
+    def __init__(self, rows: Rows, codes: Codes, statuses: tuple[Status, ...], plugin: str = "") -> None:
+        self.rows = rows
+        self.codes = codes
+        self.statuses = statuses
+        self.plugin = plugin
 
 
 @dataclass

@@ -7,7 +7,7 @@ a time derive from `NodeFilterPlugin` / `NodeScorePlugin`, which adapt a per-nod
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Protocol
 
@@ -33,12 +33,17 @@ class CycleState(dict[str, Any]):
         self.skip_score: set[str] = set()
 
 
-@dataclass(frozen=True)
 class NodeBatch:
-    """The candidate nodes of one cycle: rows of a node table."""
+    """The candidate nodes of one cycle: rows of a node table (a slotted class: made per plugin call)."""
 
-    table: NodeTable
-    rows: Rows
+    __slots__ = ("rows", "table")
+
+    def __init__(self, table: NodeTable, rows: Rows) -> None:
+        self.table = table
+        self.rows = rows
+
+    def __repr__(self) -> str:
+        return f"NodeBatch({len(self.rows)} rows)"
 
     def __len__(self) -> int:
         return len(self.rows)
@@ -143,6 +148,19 @@ class PreFilterPlugin(Plugin):
 
 class FilterPlugin(Plugin):
     def filter(self, state: CycleState, pod: PodInfo, nodes: NodeBatch) -> Verdicts:
+        raise NotImplementedError
+
+
+class StaticFilterPlugin(FilterPlugin):
+    """A Filter whose verdict on a node depends only on the node object and the pod's ``shape``.
+
+    Not on usage, not on other pods. The framework then filters every node once per shape and
+    keeps the verdicts (in ``NodeTable.derived``) until a node's labels, taints, cordon or
+    allocatable change: pods of the same shape (a ReplicaSet's) pay one array lookup.
+    """
+
+    def shape(self, pod: PodInfo) -> Hashable:
+        """What of the pod the verdict depends on (equal shapes give equal verdicts)."""
         raise NotImplementedError
 
 

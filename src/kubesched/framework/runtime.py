@@ -6,6 +6,7 @@ import random
 from dataclasses import dataclass
 
 import numpy as np
+import numpy.typing as npt
 
 from kubesched.api.slim import NodeFields
 from kubesched.core.nodetable import IntColumn, NodeTable, Rows
@@ -29,10 +30,11 @@ from kubesched.framework.interfaces import (
     QueueSortPlugin,
     ReservePlugin,
     ScorePlugin,
+    StaticFilterPlugin,
 )
 from kubesched.framework.profile import BuiltPlugin, ProfileSpec, instantiate
 from kubesched.framework.registry import Registry
-from kubesched.framework.status import Code, Status
+from kubesched.framework.status import SUCCESS, Code, Status
 
 
 class FrameworkError(RuntimeError):
@@ -60,6 +62,7 @@ class Framework:
         self.queue_sort = [p for p in plugins if isinstance(p, QueueSortPlugin)]
         self.pre_filter = [p for p in plugins if isinstance(p, PreFilterPlugin)]
         self.filter = [p for p in plugins if isinstance(p, FilterPlugin)]
+        self._stages = _stages(self.filter)
         self.post_filter = [p for p in plugins if isinstance(p, PostFilterPlugin)]
         self.pre_score = [p for p in plugins if isinstance(p, PreScorePlugin)]
         self.score = [(b.plugin, b.weight) for b in built if isinstance(b.plugin, ScorePlugin)]
@@ -90,6 +93,8 @@ class Framework:
 
     def run_pre_filter(self, state: CycleState, pod: PodInfo, table: NodeTable) -> tuple[Status, frozenset[str] | None]:
         """Run PreFilter plugins: a rejection status, or SUCCESS and the node names left (None = all)."""
+        if not self.pre_filter:
+            return SUCCESS, None
         allowed: frozenset[str] | None = None
         narrowed_by: list[str] = []
         rejected: Status | None = None
@@ -126,15 +131,23 @@ class Framework:
         """Run Filter plugins in order over the candidates; returns the feasible rows.
 
         Each plugin sees only the rows every earlier plugin passed, so each rejected node keeps
-        the status of the first plugin that failed it, as in kube-scheduler.
+        the status of the first plugin that failed it, as in kube-scheduler. Consecutive static
+        plugins run as one stage whose verdicts over all nodes are cached per pod shape.
         """
         rows = nodes.rows
-        for plugin in self.filter:
+        batch = nodes
+        for stage in self._stages:
             if not len(rows):
                 break
+            if isinstance(stage, tuple):
+                rows = self._run_static(stage, state, pod, nodes.table, rows, diagnosis)
+                continue
+            plugin = stage
             if plugin.name in state.skip_filter:
                 continue
-            verdicts = plugin.filter(state, pod, NodeBatch(nodes.table, rows))
+            if batch.rows is not rows:
+                batch = NodeBatch(nodes.table, rows)
+            verdicts = plugin.filter(state, pod, batch)
             failed = verdicts.failed if verdicts.failed is not None else verdicts.codes != 0
             if not failed.any():
                 continue
@@ -146,6 +159,57 @@ class Framework:
             diagnosis.add(rows[failed], verdicts.codes[failed], statuses, plugin.name)
             rows = rows[~failed]
         return rows
+
+    def _run_static(
+        self,
+        stage: tuple[StaticFilterPlugin, ...],
+        state: CycleState,
+        pod: PodInfo,
+        table: NodeTable,
+        rows: Rows,
+        diagnosis: Diagnosis,
+    ) -> Rows:
+        active = tuple(p for p in stage if p.name not in state.skip_filter)
+        if not active:
+            return rows
+        key = (self, active, tuple(p.shape(pod) for p in active))
+        cached = table.derived.get(key)
+        if cached is None:
+            cached = self._static_verdicts(active, state, pod, table)
+            if len(table.derived) > 1024:  # many shapes: keep memory bounded
+                table.derived.clear()
+            table.derived[key] = cached
+        codes_all: npt.NDArray[np.int32] = cached[0]
+        statuses: tuple[Status, ...] = cached[1]
+        codes = codes_all[rows]
+        failed = codes != 0
+        if not failed.any():
+            return rows
+        diagnosis.add(rows[failed], codes[failed], statuses)
+        kept: Rows = rows[~failed]
+        return kept
+
+    def _static_verdicts(
+        self, stage: tuple[StaticFilterPlugin, ...], state: CycleState, pod: PodInfo, table: NodeTable
+    ) -> tuple[npt.NDArray[np.int32], tuple[Status, ...]]:
+        """First failing status over every node of the table, for one pod shape."""
+        codes_all = np.zeros(table.size, dtype=np.int32)
+        statuses: list[Status] = []
+        rows = table.rows()
+        for plugin in stage:
+            if not len(rows):
+                break
+            verdicts = plugin.filter(state, pod, NodeBatch(table, rows))
+            failed = verdicts.failed if verdicts.failed is not None else verdicts.codes != 0
+            if not failed.any():
+                continue
+            for s in verdicts.statuses:
+                if s.code == Code.ERROR:
+                    raise FrameworkError(s.with_plugin(plugin.name))
+            codes_all[rows[failed]] = verdicts.codes[failed] + len(statuses)
+            statuses.extend(s.with_plugin(plugin.name) for s in verdicts.statuses)
+            rows = rows[~failed]
+        return codes_all, tuple(statuses)
 
     def find_feasible(self, state: CycleState, pod: PodInfo, nodes: NodeBatch) -> FilterOutcome:
         """PreFilter then Filter over ``nodes``, with every rejection recorded."""
@@ -197,6 +261,21 @@ class Framework:
     def prioritize(self, state: CycleState, pod: PodInfo, nodes: NodeBatch) -> tuple[IntColumn, int]:
         self.run_pre_score(state, pod, nodes)
         return self.run_score(state, pod, nodes)
+
+
+def _stages(filters: list[FilterPlugin]) -> list[FilterPlugin | tuple[StaticFilterPlugin, ...]]:
+    """Filter plugins in order, consecutive static ones grouped into one stage."""
+    stages: list[FilterPlugin | tuple[StaticFilterPlugin, ...]] = []
+    for plugin in filters:
+        if isinstance(plugin, StaticFilterPlugin):
+            last = stages[-1] if stages else None
+            if isinstance(last, tuple):
+                stages[-1] = (*last, plugin)
+            else:
+                stages.append((plugin,))
+        else:
+            stages.append(plugin)
+    return stages
 
 
 def select_host(totals: IntColumn, rng: random.Random) -> int:

@@ -67,13 +67,23 @@ SKIP = Status(Code.SKIP)
 Codes = npt.NDArray[np.int32]
 
 
-@dataclass(frozen=True)
 class Verdicts:
-    """A batch filter's answer for each candidate: 0 passes, k > 0 fails with ``statuses[k - 1]``."""
+    """A batch filter's answer for each candidate: 0 passes, k > 0 fails with ``statuses[k - 1]``.
 
-    codes: Codes
-    statuses: Sequence[Status] = ()
-    failed: npt.NDArray[np.bool_] | None = None  # codes != 0, when the plugin has it at hand
+    A plain slotted class, not a dataclass: one is made per plugin per pod, on the hot path.
+    """
+
+    __slots__ = ("codes", "failed", "statuses")
+
+    def __init__(
+        self, codes: Codes, statuses: Sequence[Status] = (), failed: npt.NDArray[np.bool_] | None = None
+    ) -> None:
+        self.codes = codes
+        self.statuses = statuses
+        self.failed = failed  # codes != 0, when the plugin has it at hand
+
+    def __repr__(self) -> str:
+        return f"Verdicts(codes={self.codes!r}, statuses={self.statuses!r})"
 
     @staticmethod
     def all_pass(n: int) -> Verdicts:

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from kubesched.api import extender as wire
-from kubesched.extender.replies import filter_reply, priorities_reply, quote_all, split_names
+from kubesched.extender.replies import filter_reply, priorities_reply, quote_all
 
 ODD_NAMES = ["plain", 'with"quote', "back\\slash", "comma,inside", "ünïcode", "tab\there", ""]
 
@@ -47,19 +47,3 @@ def test_priorities_reply_matches_struct_encoding(names: list[str]) -> None:
     got = priorities_reply(quote_all(names).tolist(), scores)
     want = msgspec.json.encode([wire.HostPriority(n, int(s)) for n, s in zip(names, scores, strict=True)])
     assert got == want
-
-
-@pytest.mark.parametrize(
-    ("raw", "expected"),
-    [
-        (b"[]", []),
-        (b'["a","b"]', [b'"a"', b'"b"']),
-        (b'["a", "b"]', None),  # whitespace: not canonical, decoded the slow way
-        (b'["a,b"]', None),  # a comma inside a name
-        (b'["a\\"b"]', None),  # an escape
-        (b'["a",1]', None),  # not all strings
-        (b"null", None),
-    ],
-)
-def test_split_names_only_takes_the_canonical_form(raw: bytes, expected: list[bytes] | None) -> None:
-    assert split_names(raw) == expected

@@ -18,7 +18,10 @@ EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "licensed_policy.py
 
 def _node(name: str, zone: str) -> Node:
     alloc = {"cpu": "4", "memory": "8Gi", "pods": "10"}
-    raw = {"metadata": {"name": name, "labels": {"topology.kubernetes.io/zone": zone}}, "status": {"allocatable": alloc}}
+    raw = {
+        "metadata": {"name": name, "labels": {"topology.kubernetes.io/zone": zone}},
+        "status": {"allocatable": alloc},
+    }
     return msgspec.convert(raw, Node)
 
 
