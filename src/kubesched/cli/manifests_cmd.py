@@ -1,0 +1,314 @@
+"""`kubesched manifests`: render what a cluster needs (see docs/deploy.md).
+
+This module reads the inputs (policy, webhook config, certificates) with the packages that own them and hands
+`kubesched.deploy` a plain `Plan`; the rendering itself is pure.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import sys
+from pathlib import Path
+
+import yaml
+
+from kubesched.cli.certs_cmd import service_names
+from kubesched.cli.errors import CLIError
+from kubesched.cluster.cache import ClusterCache
+from kubesched.config.extender import ManagedResource
+from kubesched.deploy import extender, render, webhook
+from kubesched.deploy.plan import (
+    DEFAULT_EXTENDER_SCHEDULER_NAME,
+    DEFAULT_IMAGE,
+    DEFAULT_NAMESPACE,
+    DEFAULT_POLICY,
+    DEFAULT_SCHEDULER_NAME,
+    DEFAULT_WEBHOOK_TIMEOUT,
+    KUBE_SCHEDULER_IMAGE,
+    DeployError,
+    ExtenderPlan,
+    Plan,
+    SchedulerPlan,
+    WebhookPlan,
+    WebhookRules,
+    WebhookTLS,
+)
+from kubesched.policies import PolicyError
+from kubesched.policies import load as load_policy
+from kubesched.testing import pki
+from kubesched.webhook import config as webhook_config
+from kubesched.webhook.feasibility import Feasibility
+from kubesched.webhook.rules import PythonRule, RequireLabel
+
+MODES = ("extender", "scheduler", "webhook", "all")
+# Plan fields (as DeployError names them) -> the option a user changes.
+_OPTIONS = {
+    "namespace": "--namespace",
+    "image": "--image",
+    "kube_scheduler_image": "--kube-scheduler-image",
+    "scheduler.scheduler_name": "--scheduler-name",
+    "extender.scheduler_name": "--extender-scheduler-name",
+    "extender": "--policy",
+    "policy_files": "--policy",
+    "timeout_seconds": "--webhook-timeout",
+    "exclude_namespaces": "--exclude-namespace",
+    "rules": "--webhook-config",
+    "rules.files": "--webhook-config",
+    "tls": "--certs-dir",
+    "plan": "MODE",
+}
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "manifests",
+        help="render the Kubernetes objects that deploy kubesched",
+        description="Render Deployments, Services, ConfigMaps, RBAC and webhook configurations as YAML: "
+        "one stream on stdout, or one file per object with -o DIR.",
+    )
+    p.add_argument("mode", choices=MODES, metavar="MODE", help=f"what to deploy: {', '.join(MODES)}")
+    p.add_argument(
+        "--namespace", metavar="NS", default=DEFAULT_NAMESPACE, help="namespace of everything (default: %(default)s)"
+    )
+    p.add_argument("--image", default=DEFAULT_IMAGE, help="the kubesched image (default: %(default)s)")
+    p.add_argument(
+        "--kube-scheduler-image", metavar="IMAGE", default=KUBE_SCHEDULER_IMAGE, help="(default: %(default)s)"
+    )
+    p.add_argument(
+        "--scheduler-name", metavar="NAME", help="schedulerName of the scheduler MODE deploys (default per mode)"
+    )
+    ext = p.add_argument_group("extender (extender, all)")
+    ext.add_argument(
+        "--policy",
+        metavar="P",
+        help=f"built-in name, path/to/policy.py[:attr], pkg.mod:attr (default {DEFAULT_POLICY})",
+    )
+    ext.add_argument("--bind", action="store_true", help="the extender binds pods (bindVerb; RBAC pods/binding)")
+    ext.add_argument(
+        "--extender-scheduler-name",
+        metavar="NAME",
+        help=f"schedulerName of the second kube-scheduler ({DEFAULT_EXTENDER_SCHEDULER_NAME})",
+    )
+    hook = p.add_argument_group("webhook (webhook, all)")
+    hook.add_argument(
+        "--webhook-config", metavar="FILE", type=Path, help="the webhook's rules (default: warn on pods that never fit)"
+    )
+    certs = hook.add_mutually_exclusive_group()
+    certs.add_argument("--certs-dir", metavar="DIR", type=Path, help="ca.crt, tls.crt, tls.key made by kubesched certs")
+    certs.add_argument("--generate-certs", action="store_true", help="make a new CA and serving certificate")
+    hook.add_argument(
+        "--cert-days", metavar="N", type=int, default=365, help="validity of generated certificates (default 365)"
+    )
+    hook.add_argument(
+        "--exclude-namespace", metavar="NS", action="append", default=[], help="also never judge pods here (repeat)"
+    )
+    hook.add_argument("--validating-failure-policy", choices=("Fail", "Ignore"), help="default: Fail if a rule denies")
+    hook.add_argument(
+        "--webhook-timeout", metavar="N", type=int, default=DEFAULT_WEBHOOK_TIMEOUT, help="seconds, 1-30 (default 5)"
+    )
+    out = p.add_argument_group("output")
+    out.add_argument("-o", "--output", type=Path, metavar="DIR", help="one file per object into DIR")
+    out.add_argument("--kustomize", action="store_true", help="write a kustomize base into DIR (certs from files)")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    plan = build_plan(args)
+    try:
+        objects = render.render(plan)
+        files = render.kustomize_base(plan) if args.kustomize else render.files(objects)
+    except DeployError as err:
+        raise CLIError(_problems(err, args.mode)) from None
+    if args.output is None:
+        sys.stdout.write(render.stream(objects))
+    else:
+        _write(args.output, files)
+    if args.generate_certs:
+        print(
+            "kubesched: note: the output holds the webhook's private key (Secret kubesched-webhook-tls)",
+            file=sys.stderr,
+        )
+    return 0
+
+
+def _problems(err: DeployError, mode: str) -> str:
+    lines = [f"  {_OPTIONS.get(f, f)}: {m}" for f, m in err.problems]
+    if mode == "extender":  # one scheduler there, named by either option
+        lines = [line.replace("--extender-scheduler-name:", "--scheduler-name:") for line in lines]
+    return "cannot render the manifests:\n" + "\n".join(lines)
+
+
+def build_plan(args: argparse.Namespace) -> Plan:
+    mode = args.mode
+    wants_extender, wants_scheduler, wants_webhook = (mode in (m, "all") for m in ("extender", "scheduler", "webhook"))
+    _refuse(args, "--policy", args.policy is not None, wants_extender)
+    _refuse(args, "--bind", args.bind, wants_extender)
+    _refuse(args, "--extender-scheduler-name", args.extender_scheduler_name is not None, mode != "scheduler")
+    for flag, given in (
+        ("--webhook-config", args.webhook_config is not None),
+        ("--certs-dir", args.certs_dir is not None),
+        ("--generate-certs", args.generate_certs),
+        ("--exclude-namespace", bool(args.exclude_namespace)),
+        ("--validating-failure-policy", args.validating_failure_policy is not None),
+    ):
+        _refuse(args, flag, given, wants_webhook)
+    if args.kustomize and args.output is None:
+        raise CLIError("--kustomize: give the directory with -o DIR")
+    if args.kustomize and (args.certs_dir or args.generate_certs):
+        raise CLIError(
+            "--kustomize: the base makes the webhook's Secret from DIR/certs/; drop --certs-dir/--generate-certs"
+        )
+    if wants_webhook and not args.kustomize and not (args.certs_dir or args.generate_certs):
+        raise CLIError(
+            "the webhook needs a serving certificate: --certs-dir DIR (see kubesched certs) or --generate-certs"
+        )
+    names = _scheduler_names(args)
+    ext = _extender_plan(args, names["extender"]) if wants_extender else None
+    sched = SchedulerPlan(names["scheduler"]) if wants_scheduler else None
+    hook = None
+    if wants_webhook:
+        # The default rules judge pods of the schedulers deployed beside the webhook (or named on the command line).
+        ours = [names["scheduler"], names["extender"]] if mode == "all" else [names["scheduler"]]
+        if mode == "webhook" and args.extender_scheduler_name:
+            ours.append(args.extender_scheduler_name)
+        hook = WebhookPlan(
+            rules=_webhook_rules(args.webhook_config, ours),
+            tls=None if args.kustomize else _tls(args),
+            exclude_namespaces=tuple(args.exclude_namespace),
+            validating_failure_policy=args.validating_failure_policy,
+            timeout_seconds=args.webhook_timeout,
+        )
+    return Plan(namespace=args.namespace, image=args.image, extender=ext, scheduler=sched, webhook=hook)
+
+
+def _refuse(args: argparse.Namespace, flag: str, given: bool, applies: bool) -> None:
+    if given and not applies:
+        raise CLIError(f"{flag}: does not apply to mode {args.mode}")
+
+
+def _scheduler_names(args: argparse.Namespace) -> dict[str, str]:
+    """schedulerNames: --scheduler-name names the scheduler of the mode (in all: ours, beside the extender's)."""
+    if args.mode == "extender":
+        given = {n for n in (args.scheduler_name, args.extender_scheduler_name) if n}
+        if len(given) > 1:
+            raise CLIError("--scheduler-name and --extender-scheduler-name: extender mode has one scheduler; give one")
+        return {"scheduler": "", "extender": given.pop() if given else DEFAULT_EXTENDER_SCHEDULER_NAME}
+    return {
+        "scheduler": args.scheduler_name or DEFAULT_SCHEDULER_NAME,
+        "extender": args.extender_scheduler_name or DEFAULT_EXTENDER_SCHEDULER_NAME,
+    }
+
+
+def _extender_plan(args: argparse.Namespace, scheduler_name: str) -> ExtenderPlan:
+    spec = args.policy or DEFAULT_POLICY
+    try:
+        policy = load_policy(spec)
+    except PolicyError as err:
+        raise CLIError(f"--policy: {err}") from None
+    target, sep, attr = spec.partition(":")
+    files: dict[str, str] = {}
+    if target.endswith(".py"):
+        # The file goes into a ConfigMap and is mounted; the container loads it from there.
+        path = Path(target)
+        files[path.name] = _read(path, "--policy")
+        spec = f"{extender.POLICY_DIR}/{path.name}" + (f":{attr}" if sep else "")
+    return ExtenderPlan(
+        policy=spec,
+        policy_files=files,
+        managed_resources=tuple(ManagedResource(r.name, r.ignored_by_scheduler) for r in policy.managed_resources),
+        bind=args.bind,
+        scheduler_name=scheduler_name,
+        kube_scheduler_image=args.kube_scheduler_image,
+    )
+
+
+def _webhook_rules(path: Path | None, scheduler_names: list[str]) -> WebhookRules:
+    """Check the config with the webhook's own parser, then note what the manifests depend on."""
+    if path is None:
+        text, base, source = render.to_yaml(webhook.default_config(scheduler_names)), Path.cwd(), "default config"
+    else:
+        text, base, source = _read(path, "--webhook-config"), path.parent, f"--webhook-config {path}"
+    try:
+        config = webhook_config.parse(yaml.safe_load(text), ClusterCache(), base=base, source=source)
+    except yaml.YAMLError as err:
+        raise CLIError(f"{source}: not valid YAML: {err}") from None
+    except webhook_config.WebhookConfigError as err:
+        raise CLIError(str(err)) from None
+    files: dict[str, str] = {}
+    can_deny, scope, scoped = False, set[str](), True
+    for rule in config.rules:
+        if rule.phase != "validate":
+            continue
+        if isinstance(rule, RequireLabel):
+            can_deny |= rule.action == "deny"
+            scope.add(rule.scheduler_name)
+        elif isinstance(rule, Feasibility):
+            can_deny |= rule.action == "deny"
+            scope |= rule.scheduler_names
+            scoped &= bool(rule.scheduler_names)
+        else:  # python and anything new: assume it can deny any pod
+            can_deny, scoped = True, False
+    for rule in config.rules:
+        if isinstance(rule, PythonRule):
+            module = rule.target.rpartition(":")[0]
+            if module.endswith(".py"):
+                if Path(module).name != module:
+                    raise CLIError(f"{source}: rule {rule.name}: {module} must sit beside the config file")
+                files[module] = _read(base / module, source)
+    return WebhookRules(
+        config_yaml=text,
+        operations=tuple(op for op in webhook_config.OPERATIONS if op in config.operations),
+        mutates=any(r.phase == "mutate" for r in config.rules),
+        validates=any(r.phase == "validate" for r in config.rules),
+        can_deny=can_deny,
+        scheduler_scope=tuple(sorted(scope)) if scoped else None,
+        needs_nodes=config.needs_nodes,
+        files=files,
+    )
+
+
+def _tls(args: argparse.Namespace) -> WebhookTLS:
+    if args.generate_certs:
+        if args.cert_days <= 0:
+            raise CLIError("--cert-days: must be positive")
+        valid_for = dt.timedelta(days=args.cert_days)
+        # A CN holds 64 characters at most; TLS clients check the DNS names, so a long one is simply shortened.
+        common_name = webhook.dns_name(args.namespace)[:64]
+        ca = pki.new_ca("kubesched webhook CA", valid_for=valid_for)
+        names = service_names(webhook.WEBHOOK, args.namespace)
+        serving = pki.serving_cert(ca, common_name, dns_names=names, valid_for=valid_for)
+        return WebhookTLS(ca.cert_pem, serving.cert_pem, serving.key_pem)
+    directory: Path = args.certs_dir
+    pems = [_read_bytes(directory / name, "--certs-dir") for name in ("ca.crt", "tls.crt", "tls.key")]
+    return WebhookTLS(*pems)
+
+
+def _read(path: Path, flag: str) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as err:
+        raise CLIError(f"{flag}: cannot read {path}: {getattr(err, 'strerror', None) or err}") from None
+
+
+def _read_bytes(path: Path, flag: str) -> bytes:
+    try:
+        return path.read_bytes()
+    except OSError as err:
+        raise CLIError(f"{flag}: cannot read {path}: {err.strerror or err}") from None
+
+
+def _write(directory: Path, files: dict[str, str]) -> None:
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        stale = sorted(p.name for p in directory.glob("*.yaml") if p.name not in files)
+        for name, text in files.items():
+            (directory / name).parent.mkdir(parents=True, exist_ok=True)
+            (directory / name).write_text(text, encoding="utf-8")
+    except OSError as err:
+        raise CLIError(f"-o {directory}: {err.strerror or err}") from None
+    for name in stale:
+        # Never deleted for you, but `kubectl apply -f DIR` would apply them.
+        print(f"kubesched: warning: {directory / name} was not rendered now; delete it if it is stale", file=sys.stderr)
+    for name in files:
+        print(directory / name)

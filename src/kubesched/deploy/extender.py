@@ -1,0 +1,136 @@
+"""Extender mode: `kubesched extender serve` behind a second kube-scheduler that calls it.
+
+The second kube-scheduler is the stock image with its own schedulerName and its own Lease, so it never competes
+with the cluster's default scheduler; its KubeSchedulerConfiguration is made by `kubesched.config`.
+"""
+
+from __future__ import annotations
+
+from kubesched.config.duration import Duration
+from kubesched.config.extender import Extender, LeaderElection, Profile, SchedulerConfig
+from kubesched.config.render import dump, render_config
+from kubesched.config.validation import validate
+from kubesched.deploy import k8s
+from kubesched.deploy.k8s import Obj
+from kubesched.deploy.plan import DeployError, ExtenderPlan, Plan
+
+EXTENDER = "kubesched-extender"
+SCHEDULER = "kubesched-extender-scheduler"  # Deployment, ServiceAccount, ConfigMap and Lease
+PORT = 8888
+POLICY_DIR = "/etc/kubesched/policy"
+CONFIG_DIR = "/etc/kubernetes/kube-scheduler"
+KUBE_SCHEDULER_PORT = 10259  # kube-scheduler's secure port (HTTPS, self-signed)
+
+
+def url(namespace: str) -> str:
+    """Where kube-scheduler reaches the extender: its Service, plain HTTP (see docs/deploy.md on the NetworkPolicy)."""
+    return f"http://{EXTENDER}.{namespace}.svc:{PORT}"
+
+
+def scheduler_config(plan: Plan, ext: ExtenderPlan) -> SchedulerConfig:
+    """The second kube-scheduler's configuration: one profile, our extender, a Lease of its own in our namespace."""
+    extender = Extender(
+        url_prefix=url(plan.namespace),
+        filter_verb="filter",
+        prioritize_verb="prioritize",
+        preempt_verb="preempt",
+        bind_verb="bind" if ext.bind else "",
+        weight=1,
+        http_timeout=Duration.of(seconds=5),
+        node_cache_capable=True,  # the extender list+watches nodes itself
+        managed_resources=ext.managed_resources,
+    )
+    lease = LeaderElection(leader_elect=True, resource_name=SCHEDULER, resource_namespace=plan.namespace)
+    return SchedulerConfig(extenders=(extender,), profiles=(Profile(ext.scheduler_name),), leader_election=lease)
+
+
+def objects(plan: Plan, ext: ExtenderPlan) -> list[Obj]:
+    config = scheduler_config(plan, ext)
+    errors = validate(config)
+    if errors:
+        raise DeployError([("extender", f"scheduler config {e}") for e in errors])
+    return _extender(plan, ext) + _kube_scheduler(plan, ext, dump(render_config(config)))
+
+
+def _extender(plan: Plan, ext: ExtenderPlan) -> list[Obj]:
+    ns, component = plan.namespace, "extender"
+    rules = [k8s.rule("", ["nodes"], ["get", "list", "watch"])]
+    if ext.watch_pods:
+        rules.append(k8s.rule("", ["pods"], ["get", "list", "watch"]))
+    if ext.bind:
+        rules.append(k8s.rule("", ["pods/binding"], ["create"]))
+    cluster_name = k8s.global_name(EXTENDER, ns)
+    out = [
+        k8s.service_account(EXTENDER, ns, component, token=True),
+        k8s.cluster_role(cluster_name, component, rules),
+        k8s.binding(cluster_name, component, ("ClusterRole", cluster_name), (ns, EXTENDER)),
+    ]
+    args = [
+        "extender",
+        "serve",
+        "--policy",
+        ext.policy,
+        "--in-cluster",
+        "--watch-pods",
+        "yes" if ext.watch_pods else "no",
+    ]
+    args += ["--listen", f"0.0.0.0:{PORT}", "--log-format", "json"]
+    volumes = [k8s.TMP]
+    inputs: list[Obj] = []
+    if ext.policy_files:
+        policy = k8s.config_map(f"{EXTENDER}-policy", ns, component, ext.policy_files)
+        out.append(policy)
+        inputs.append(policy)
+        volumes.append(k8s.config_volume("policy", f"{EXTENDER}-policy", POLICY_DIR))
+    container = k8s.Container("extender", plan.image, args, "http", PORT, "HTTP", volumes=volumes)
+    out.append(k8s.deployment(EXTENDER, ns, component, container, service_account=EXTENDER, token=True, inputs=inputs))
+    out.append(k8s.service(EXTENDER, ns, component, PORT, "http"))
+    out.append(_network_policy(ns))
+    return out
+
+
+def _network_policy(namespace: str) -> Obj:
+    # Anyone who can reach /bind binds pods with the extender's rights: only our kube-scheduler may call it.
+    # Kubelet probes come from the node, which NetworkPolicy does not restrict.
+    source = {"podSelector": {"matchLabels": k8s.selector("extender-scheduler")}}
+    spec = {
+        "podSelector": {"matchLabels": k8s.selector("extender")},
+        "policyTypes": ["Ingress"],
+        "ingress": [{"from": [source], "ports": [{"protocol": "TCP", "port": "http"}]}],
+    }
+    return k8s.new("networking.k8s.io/v1", "NetworkPolicy", EXTENDER, "extender", namespace, spec=spec)
+
+
+def _kube_scheduler(plan: Plan, ext: ExtenderPlan, config_yaml: str) -> list[Obj]:
+    ns, component, account = plan.namespace, "extender-scheduler", (plan.namespace, SCHEDULER)
+    cluster_name = k8s.global_name(SCHEDULER, ns)
+    out = [k8s.service_account(SCHEDULER, ns, component, token=True)]
+    # kube-scheduler's own bootstrap roles: what every kube-scheduler needs, maintained by the API server.
+    for builtin in ("system:kube-scheduler", "system:volume-scheduler"):
+        out.append(k8s.binding(f"{cluster_name}:{builtin}", component, ("ClusterRole", builtin), account))
+    # Its HTTPS endpoint reads the client-CA ConfigMap kube-system/extension-apiserver-authentication.
+    reader = "extension-apiserver-authentication-reader"
+    out.append(k8s.binding(f"{cluster_name}:{reader}", component, ("Role", reader), account, "kube-system"))
+    # system:kube-scheduler may create any Lease but get/update only the one named kube-scheduler: add ours.
+    lease = k8s.rule("coordination.k8s.io", ["leases"], ["get", "update"], [SCHEDULER])
+    out.append(k8s.role(SCHEDULER, ns, component, [lease]))
+    out.append(k8s.binding(SCHEDULER, component, ("Role", SCHEDULER), account, ns))
+    config = k8s.config_map(SCHEDULER, ns, component, {"config.yaml": config_yaml})
+    out.append(config)
+    container = k8s.Container(
+        "kube-scheduler",
+        ext.kube_scheduler_image,
+        [f"--config={CONFIG_DIR}/config.yaml", "--v=2"],
+        "https",
+        KUBE_SCHEDULER_PORT,
+        "HTTPS",
+        health="/livez",
+        cpu="100m",
+        memory="64Mi",
+        volumes=[k8s.config_volume("config", SCHEDULER, CONFIG_DIR), k8s.TMP],
+        command=["kube-scheduler"],
+    )
+    out.append(
+        k8s.deployment(SCHEDULER, ns, component, container, service_account=SCHEDULER, token=True, inputs=[config])
+    )
+    return out

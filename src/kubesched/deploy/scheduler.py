@@ -1,0 +1,59 @@
+"""Custom-scheduler mode: `kubesched scheduler run` with its KubeSchedulerConfiguration in a ConfigMap."""
+
+from __future__ import annotations
+
+from kubesched.config.extender import LeaderElection, Profile, SchedulerConfig
+from kubesched.config.render import dump, render_config
+from kubesched.deploy import k8s
+from kubesched.deploy.k8s import Obj
+from kubesched.deploy.plan import Plan, SchedulerPlan
+
+SCHEDULER = "kubesched-scheduler"  # Deployment, ServiceAccount, ConfigMap and Lease
+PORT = 10251
+CONFIG_DIR = "/etc/kubesched/scheduler"
+
+
+def scheduler_config(plan: Plan, sched: SchedulerPlan) -> SchedulerConfig:
+    """One profile; the Lease in our namespace, where our Role lets the scheduler hold it."""
+    lease = LeaderElection(leader_elect=True, resource_name=SCHEDULER, resource_namespace=plan.namespace)
+    return SchedulerConfig(profiles=(Profile(sched.scheduler_name),), leader_election=lease)
+
+
+def rules() -> list[Obj]:
+    """What the scheduler calls: watches, binding, failure reports, events, preemption."""
+    read = ["get", "list", "watch"]
+    return [
+        k8s.rule("", ["pods"], [*read, "delete"]),  # delete: preemption evicts the victims
+        k8s.rule("", ["pods/binding"], ["create"]),
+        k8s.rule("", ["pods/status"], ["patch"]),  # PodScheduled=False, nominatedNodeName, DisruptionTarget
+        k8s.rule("", ["nodes", "namespaces"], read),
+        k8s.rule("policy", ["poddisruptionbudgets"], read),
+        k8s.rule("events.k8s.io", ["events"], ["create", "patch"]),
+    ]
+
+
+def objects(plan: Plan, sched: SchedulerPlan) -> list[Obj]:
+    ns, component, account = plan.namespace, "scheduler", (plan.namespace, SCHEDULER)
+    cluster_name = k8s.global_name(SCHEDULER, ns)
+    # create cannot be limited to a name (the object does not exist yet); get and update can.
+    lease = [
+        k8s.rule("coordination.k8s.io", ["leases"], ["create"]),
+        k8s.rule("coordination.k8s.io", ["leases"], ["get", "update"], [SCHEDULER]),
+    ]
+    config = k8s.config_map(
+        SCHEDULER, ns, component, {"config.yaml": dump(render_config(scheduler_config(plan, sched)))}
+    )
+    args = ["scheduler", "run", "--config", f"{CONFIG_DIR}/config.yaml", "--in-cluster"]
+    args += ["--listen", f"0.0.0.0:{PORT}", "--log-format", "json"]
+    volumes = [k8s.config_volume("config", SCHEDULER, CONFIG_DIR), k8s.TMP]
+    container = k8s.Container("scheduler", plan.image, args, "http", PORT, "HTTP", volumes=volumes)
+    # No inputs hash: the scheduler reloads its config file when the ConfigMap changes.
+    return [
+        k8s.service_account(SCHEDULER, ns, component, token=True),
+        k8s.cluster_role(cluster_name, component, rules()),
+        k8s.binding(cluster_name, component, ("ClusterRole", cluster_name), account),
+        k8s.role(SCHEDULER, ns, component, lease),
+        k8s.binding(SCHEDULER, component, ("Role", SCHEDULER), account, ns),
+        config,
+        k8s.deployment(SCHEDULER, ns, component, container, service_account=SCHEDULER, token=True),
+    ]

@@ -1,0 +1,141 @@
+"""The admission webhook: its Deployment and Service, TLS Secret, and the webhook configurations with the caBundle.
+
+Safety first: the namespaces in `Plan.excluded_namespaces()` (kube-system, ours, the user's) are never sent to the
+webhook; each hook's failurePolicy is explicit (mutating: Ignore, validating: Fail only when a rule can deny);
+timeoutSeconds is set; a validating webhook whose rules all concern some schedulers is only called for their pods.
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Sequence
+
+from kubesched.deploy import k8s
+from kubesched.deploy.k8s import Obj
+from kubesched.deploy.plan import Plan, WebhookPlan
+
+WEBHOOK = "kubesched-webhook"
+TLS_SECRET = f"{WEBHOOK}-tls"
+CONFIG_MAP = f"{WEBHOOK}-config"
+PORT = 8443
+SERVICE_PORT = 443
+CONFIG_DIR = "/etc/kubesched/webhook"
+TLS_DIR = "/etc/kubesched/tls"
+MUTATE_NAME = "mutate.kubesched.io"
+VALIDATE_NAME = "validate.kubesched.io"
+ADMISSION = "admissionregistration.k8s.io/v1"
+
+
+def dns_name(namespace: str) -> str:
+    """The name the API server calls the webhook's Service by, which its certificate must carry."""
+    return f"{WEBHOOK}.{namespace}.svc"
+
+
+def default_config(scheduler_names: Sequence[str]) -> dict[str, object]:
+    """The rules when none are given: warn (never deny) when a pod of our schedulers can never fit."""
+    feasibility = {"action": "warn", "schedulerNames": list(scheduler_names)}
+    return {
+        "apiVersion": "kubesched.io/v1alpha1",
+        "kind": "WebhookConfig",
+        "operations": ["CREATE"],
+        "rules": [{"name": "can-fit", "feasibility": feasibility}],
+    }
+
+
+def objects(plan: Plan, hook: WebhookPlan) -> list[Obj]:
+    ns, component, rules = plan.namespace, "webhook", hook.rules
+    out = [k8s.service_account(WEBHOOK, ns, component, token=rules.needs_nodes)]
+    if rules.needs_nodes:  # feasibility rules list+watch nodes; without them the webhook never calls the API
+        cluster_name = k8s.global_name(WEBHOOK, ns)
+        out.append(k8s.cluster_role(cluster_name, component, [k8s.rule("", ["nodes"], ["get", "list", "watch"])]))
+        out.append(k8s.binding(cluster_name, component, ("ClusterRole", cluster_name), (ns, WEBHOOK)))
+    config = k8s.config_map(CONFIG_MAP, ns, component, {"config.yaml": rules.config_yaml, **rules.files})
+    out.append(config)
+    inputs = [config]
+    if hook.tls is not None:
+        tls = hook.tls
+        secret = k8s.tls_secret(TLS_SECRET, ns, component, tls.ca_pem, tls.cert_pem, tls.key_pem)
+        out.append(secret)
+        inputs.append(secret)
+    args = ["webhook", "serve", "--config", f"{CONFIG_DIR}/config.yaml"]
+    args += ["--tls-cert", f"{TLS_DIR}/tls.crt", "--tls-key", f"{TLS_DIR}/tls.key"]
+    args += ["--listen", f"0.0.0.0:{PORT}", "--log-format", "json"]
+    volumes = [
+        k8s.config_volume("config", CONFIG_MAP, CONFIG_DIR),
+        k8s.secret_volume("tls", TLS_SECRET, TLS_DIR),
+        k8s.TMP,
+    ]
+    container = k8s.Container(
+        "webhook", plan.image, args, "https", PORT, "HTTPS", cpu="50m", memory="96Mi", volumes=volumes
+    )
+    # Two replicas and a PodDisruptionBudget: with failurePolicy Fail, a lone pod being drained blocks pods.
+    out.append(
+        k8s.deployment(
+            WEBHOOK,
+            ns,
+            component,
+            container,
+            service_account=WEBHOOK,
+            token=rules.needs_nodes,
+            replicas=2,
+            inputs=inputs,
+        )
+    )
+    out.append(k8s.service(WEBHOOK, ns, component, SERVICE_PORT, "https"))
+    pdb_spec = {"minAvailable": 1, "selector": {"matchLabels": k8s.selector(component)}}
+    out.append(k8s.new("policy/v1", "PodDisruptionBudget", WEBHOOK, component, ns, spec=pdb_spec))
+    ca_bundle = base64.b64encode(hook.tls.ca_pem).decode("ascii") if hook.tls else None
+    if rules.mutates:
+        out.append(_configuration(plan, hook, "Mutating", ca_bundle))
+    if rules.validates:
+        out.append(_configuration(plan, hook, "Validating", ca_bundle))
+    return out
+
+
+def _configuration(plan: Plan, hook: WebhookPlan, kind: str, ca_bundle: str | None) -> Obj:
+    mutating = kind == "Mutating"
+    client: Obj = {
+        "service": {
+            "namespace": plan.namespace,
+            "name": WEBHOOK,
+            "path": "/mutate" if mutating else "/validate",
+            "port": SERVICE_PORT,
+        }
+    }
+    if ca_bundle is not None:
+        client["caBundle"] = ca_bundle
+    pods = {
+        "operations": list(hook.rules.operations),
+        "apiGroups": [""],
+        "apiVersions": ["v1"],
+        "resources": ["pods"],  # not pods/*: status updates and bindings are never judged
+        "scope": "Namespaced",
+    }
+    excluded = {"key": "kubernetes.io/metadata.name", "operator": "NotIn", "values": plan.excluded_namespaces()}
+    webhook: Obj = {
+        "name": MUTATE_NAME if mutating else VALIDATE_NAME,
+        "clientConfig": client,
+        "rules": [pods],
+        "namespaceSelector": {"matchExpressions": [excluded]},
+        # Mutating only routes pods (schedulerName, tolerations, labels): when the webhook is down, a pod admitted
+        # unchanged goes to the default scheduler, visibly; blocking every pod would be worse.
+        "failurePolicy": "Ignore" if mutating else hook.failure_policy,
+        "matchPolicy": "Equivalent",
+        "sideEffects": "None",
+        "timeoutSeconds": hook.timeout_seconds,
+        "admissionReviewVersions": ["v1"],
+    }
+    scope = hook.rules.scheduler_scope
+    if not mutating and scope is not None:
+        webhook["matchConditions"] = [{"name": "kubesched-schedulers", "expression": scheduler_expression(scope)}]
+    if mutating:
+        webhook["reinvocationPolicy"] = "Never"
+    name = k8s.global_name(WEBHOOK, plan.namespace)
+    return k8s.new(ADMISSION, f"{kind}WebhookConfiguration", name, "webhook", webhooks=[webhook])
+
+
+def scheduler_expression(names: Sequence[str]) -> str:
+    """CEL: the pod asks for one of `names`. The API server defaults schedulerName before admission; `has` only
+    keeps a missing field from being an evaluation error (which failurePolicy Fail would turn into a denial)."""
+    quoted = ", ".join("'" + n.replace("\\", "\\\\").replace("'", "\\'") + "'" for n in sorted(set(names)))
+    return f"has(object.spec.schedulerName) && object.spec.schedulerName in [{quoted}]"

@@ -1,0 +1,90 @@
+"""RBAC is derived from what is enabled, and grants each component only the calls it makes."""
+
+from __future__ import annotations
+
+import pytest
+
+from kubesched.config.extender import ManagedResource
+from kubesched.deploy import extender, render, scheduler, webhook
+from kubesched.deploy.plan import WebhookRules, WebhookTLS
+
+from .conftest import NS, all_of, find, plan, rules_of
+
+READ = ("get", "list", "watch")
+
+
+def grants(
+    *entries: tuple[str, str, tuple[str, ...]], names: tuple[str, ...] = ()
+) -> list[tuple[str, str, str, tuple[str, ...]]]:
+    return sorted((g, r, v, names) for g, r, verbs in entries for v in verbs)
+
+
+@pytest.mark.parametrize(
+    ("bind", "resources", "expected"),
+    [
+        (False, (), grants(("", "nodes", READ))),
+        (False, ("x",), grants(("", "nodes", READ), ("", "pods", READ))),
+        (True, (), grants(("", "nodes", READ), ("", "pods/binding", ("create",)))),
+    ],
+)
+def test_extender_reads_nodes_pods_only_for_managed_resources_and_binds_only_with_bind(
+    bind: bool, resources: tuple[str, ...], expected: list[tuple[str, str, str, tuple[str, ...]]]
+) -> None:
+    managed = [ManagedResource(f"example.com/{r}") for r in resources]
+    objects = render.render(plan("extender", None, bind=bind, resources=managed))
+    assert rules_of(objects, extender.EXTENDER) == expected
+    args = find(objects, "Deployment", extender.EXTENDER)["spec"]["template"]["spec"]["containers"][0]["args"]
+    assert args[args.index("--watch-pods") + 1] == ("yes" if resources else "no")
+
+
+def test_the_second_kube_scheduler_gets_the_builtin_roles_and_only_its_own_lease() -> None:
+    objects = render.render(plan("extender", None))
+    granted = rules_of(objects, extender.SCHEDULER)
+    builtins = {r for g, r, _, _ in granted if g == "<builtin>"}
+    assert builtins == {"system:kube-scheduler", "system:volume-scheduler", "extension-apiserver-authentication-reader"}
+    own = [entry for entry in granted if entry[0] != "<builtin>"]
+    assert own == grants(("coordination.k8s.io", "leases", ("get", "update")), names=(extender.SCHEDULER,))
+    reader = [b for b in all_of(objects, "RoleBinding") if b["roleRef"]["name"].startswith("extension-apiserver")]
+    assert [b["metadata"]["namespace"] for b in reader] == ["kube-system"]
+
+
+def test_the_custom_scheduler_gets_exactly_what_it_calls() -> None:
+    granted = rules_of(render.render(plan("scheduler", None)), scheduler.SCHEDULER)
+    expected = grants(
+        ("", "pods", (*READ, "delete")),
+        ("", "pods/binding", ("create",)),
+        ("", "pods/status", ("patch",)),
+        ("", "nodes", READ),
+        ("", "namespaces", READ),
+        ("policy", "poddisruptionbudgets", READ),
+        ("events.k8s.io", "events", ("create", "patch")),
+        ("coordination.k8s.io", "leases", ("create",)),
+    ) + grants(("coordination.k8s.io", "leases", ("get", "update")), names=(scheduler.SCHEDULER,))
+    assert granted == sorted(expected)
+
+
+def test_a_webhook_without_feasibility_has_no_token_and_no_rbac(tls: WebhookTLS) -> None:
+    rules = WebhookRules(config_yaml="rules: []\n", validates=True, can_deny=True, scheduler_scope=("kubesched",))
+    objects = render.render(plan("webhook", tls, rules=rules))
+    assert rules_of(objects, webhook.WEBHOOK) == []
+    assert find(objects, "ServiceAccount", webhook.WEBHOOK)["automountServiceAccountToken"] is False
+    pod = find(objects, "Deployment", webhook.WEBHOOK)["spec"]["template"]["spec"]
+    assert pod["automountServiceAccountToken"] is False
+
+
+def test_a_webhook_with_feasibility_reads_nodes_only(tls: WebhookTLS) -> None:
+    objects = render.render(plan("webhook", tls))
+    assert rules_of(objects, webhook.WEBHOOK) == grants(("", "nodes", READ))
+
+
+@pytest.mark.parametrize("mode", ["extender", "scheduler", "webhook", "all"])
+def test_no_wildcards_no_secrets_no_escalation(mode: str, tls: WebhookTLS) -> None:
+    objects = render.render(plan(mode, tls, bind=True))
+    for role in all_of(objects, "ClusterRole") + all_of(objects, "Role"):
+        for rule in role["rules"]:
+            assert "*" not in rule["verbs"] + rule["resources"] + rule["apiGroups"]
+            assert "secrets" not in rule["resources"]
+            assert not {"escalate", "bind", "impersonate"} & set(rule["verbs"])
+    for b in all_of(objects, "ClusterRoleBinding"):
+        assert b["roleRef"]["name"] not in ("cluster-admin", "admin", "edit")
+        assert all(s["namespace"] == NS for s in b["subjects"])

@@ -1,0 +1,163 @@
+"""The webhook configurations: caBundle, exclusions, failure policies, timeouts, and the certificate checks."""
+
+from __future__ import annotations
+
+import base64
+import datetime as dt
+
+import pytest
+import yaml
+from cryptography import x509
+
+from kubesched.deploy import render, tls, webhook
+from kubesched.deploy.plan import DeployError, WebhookRules, WebhookTLS
+from kubesched.testing import pki
+
+from .conftest import NS, Obj, all_of, find, make_tls, plan
+
+MUTATE_AND_DENY = WebhookRules(
+    config_yaml="rules: []\n", operations=("CREATE", "UPDATE"), mutates=True, validates=True, can_deny=True
+)
+
+
+def configurations(objects: list[Obj]) -> dict[str, Obj]:
+    return {o["kind"]: o["webhooks"][0] for o in objects if o["kind"].endswith("WebhookConfiguration")}
+
+
+def test_ca_bundle_is_the_ca_that_signed_the_serving_certificate(tls: WebhookTLS) -> None:
+    objects = render.render(plan("webhook", tls, rules=MUTATE_AND_DENY))
+    secret = find(objects, "Secret", webhook.TLS_SECRET)
+    assert secret["type"] == "kubernetes.io/tls"
+    served = x509.load_pem_x509_certificate(base64.b64decode(secret["data"]["tls.crt"]))
+    for hook in configurations(objects).values():
+        ca = x509.load_pem_x509_certificate(base64.b64decode(hook["clientConfig"]["caBundle"]))
+        served.verify_directly_issued_by(ca)
+        assert base64.b64decode(hook["clientConfig"]["caBundle"]) == tls.ca_pem
+    sans = served.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+    service = hook["clientConfig"]["service"]
+    assert f"{service['name']}.{service['namespace']}.svc" in sans.get_values_for_type(x509.DNSName)
+
+
+def test_the_service_reaches_the_https_port_the_webhook_listens_on(tls: WebhookTLS) -> None:
+    objects = render.render(plan("webhook", tls, rules=MUTATE_AND_DENY))
+    service = find(objects, "Service", webhook.WEBHOOK)
+    for hook in configurations(objects).values():
+        assert hook["clientConfig"]["service"]["port"] == service["spec"]["ports"][0]["port"]
+    container = find(objects, "Deployment", webhook.WEBHOOK)["spec"]["template"]["spec"]["containers"][0]
+    assert f"0.0.0.0:{container['ports'][0]['containerPort']}" in container["args"]
+    assert {h["clientConfig"]["service"]["path"] for h in configurations(objects).values()} == {"/mutate", "/validate"}
+
+
+def test_safe_defaults_on_every_hook(tls: WebhookTLS) -> None:
+    objects = render.render(plan("webhook", tls, rules=MUTATE_AND_DENY, exclude_namespaces=("monitoring",)))
+    hooks = configurations(objects)
+    assert set(hooks) == {"MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"}
+    for hook in hooks.values():
+        (expression,) = hook["namespaceSelector"]["matchExpressions"]
+        assert expression == {
+            "key": "kubernetes.io/metadata.name",
+            "operator": "NotIn",
+            "values": ["kube-system", NS, "monitoring"],
+        }
+        assert hook["sideEffects"] == "None"
+        assert hook["timeoutSeconds"] == 5
+        assert hook["admissionReviewVersions"] == ["v1"]
+        assert hook["rules"][0]["resources"] == ["pods"] and hook["rules"][0]["operations"] == ["CREATE", "UPDATE"]
+    assert hooks["MutatingWebhookConfiguration"]["failurePolicy"] == "Ignore"
+    assert hooks["ValidatingWebhookConfiguration"]["failurePolicy"] == "Fail"
+    assert "matchConditions" not in hooks["ValidatingWebhookConfiguration"], "a rule without scope judges every pod"
+
+
+@pytest.mark.parametrize(
+    ("can_deny", "override", "expected"), [(True, None, "Fail"), (False, None, "Ignore"), (True, "Ignore", "Ignore")]
+)
+def test_validating_failure_policy_follows_the_rules(
+    can_deny: bool, override: str | None, expected: str, tls: WebhookTLS
+) -> None:
+    rules = WebhookRules(config_yaml="", validates=True, can_deny=can_deny)
+    objects = render.render(plan("webhook", tls, rules=rules, validating_failure_policy=override))
+    assert set(configurations(objects)) == {"ValidatingWebhookConfiguration"}
+    assert configurations(objects)["ValidatingWebhookConfiguration"]["failurePolicy"] == expected
+
+
+def test_only_the_hooks_the_rules_need_are_registered(tls: WebhookTLS) -> None:
+    rules = WebhookRules(config_yaml="", mutates=True)
+    assert set(configurations(render.render(plan("webhook", tls, rules=rules)))) == {"MutatingWebhookConfiguration"}
+
+
+def test_scheduler_scoped_rules_only_see_their_schedulers_pods(tls: WebhookTLS) -> None:
+    rules = WebhookRules(config_yaml="", validates=True, can_deny=True, scheduler_scope=("kubesched", "other"))
+    hook = configurations(render.render(plan("webhook", tls, rules=rules)))["ValidatingWebhookConfiguration"]
+    (condition,) = hook["matchConditions"]
+    assert condition["expression"] == (
+        "has(object.spec.schedulerName) && object.spec.schedulerName in ['kubesched', 'other']"
+    )
+
+
+def test_default_config_warns_only() -> None:
+    config = webhook.default_config(["kubesched"])
+    assert config["rules"] == [{"name": "can-fit", "feasibility": {"action": "warn", "schedulerNames": ["kubesched"]}}]
+
+
+def test_the_kustomize_base_takes_the_certificate_from_files() -> None:
+    base = render.kustomize_base(plan("webhook", None, rules=MUTATE_AND_DENY))
+    resources = {name: text for name, text in base.items() if name.endswith(".yaml") and name != "kustomization.yaml"}
+    assert all("kind: Secret" not in text and "caBundle" not in text for text in resources.values())
+    kustomization = yaml.safe_load(base["kustomization.yaml"])
+    assert kustomization["resources"] == list(resources)
+    (generator,) = kustomization["secretGenerator"]
+    assert generator["name"] == webhook.TLS_SECRET and generator["type"] == "kubernetes.io/tls"
+    (replacement,) = kustomization["replacements"]
+    assert replacement["source"]["fieldPath"] == "data.ca\\.crt"
+    targets = {t["select"]["kind"]: t["fieldPaths"] for t in replacement["targets"]}
+    assert targets == {
+        k: ["webhooks.0.clientConfig.caBundle"]
+        for k in configurations(render.render(plan("webhook", None, rules=MUTATE_AND_DENY)))
+    }
+    assert "*\n" in base["certs/.gitignore"]
+
+
+@pytest.mark.parametrize(
+    ("swap", "problem"),
+    [("ca", "not signed by ca.crt"), ("key", "not the key of tls.crt"), ("junk", "ca.crt is not a PEM certificate")],
+)
+def test_a_certificate_that_cannot_serve_is_refused(swap: str, problem: str, tls: WebhookTLS) -> None:
+    other = make_tls()
+    bad = {
+        "ca": WebhookTLS(other.ca_pem, tls.cert_pem, tls.key_pem),
+        "key": WebhookTLS(tls.ca_pem, tls.cert_pem, other.key_pem),
+        "junk": WebhookTLS(b"junk", tls.cert_pem, tls.key_pem),
+    }[swap]
+    with pytest.raises(DeployError) as err:
+        render.render(plan("webhook", bad))
+    assert [f for f, _ in err.value.problems] == ["tls"]
+    assert problem in str(err.value)
+
+
+def test_a_certificate_for_another_service_is_refused() -> None:
+    wrong = make_tls(namespace="elsewhere")
+    assert tls.problems(wrong, webhook.dns_name(NS)) == [
+        f"tls.crt does not name kubesched-webhook.{NS}.svc "
+        "(its DNS names: kubesched-webhook.elsewhere.svc, kubesched-webhook.elsewhere)"
+    ]
+
+
+def test_an_expired_certificate_is_refused() -> None:
+    ca = pki.new_ca("ca")
+    cert = pki.serving_cert(ca, "x", dns_names=[webhook.dns_name(NS)])
+    later = dt.datetime.now(dt.UTC) + dt.timedelta(days=2)
+    (problem,) = tls.problems(WebhookTLS(ca.cert_pem, cert.cert_pem, cert.key_pem), webhook.dns_name(NS), now=later)
+    assert problem.startswith("tls.crt expired on")
+
+
+def test_timeout_must_be_what_the_api_server_accepts(tls: WebhookTLS) -> None:
+    with pytest.raises(DeployError) as err:
+        render.render(plan("webhook", tls, timeout_seconds=31))
+    assert [f for f, _ in err.value.problems] == ["timeout_seconds"]
+
+
+def test_webhook_pods_are_spread_and_protected(tls: WebhookTLS) -> None:
+    objects = render.render(plan("webhook", tls))
+    assert find(objects, "Deployment", webhook.WEBHOOK)["spec"]["replicas"] == 2
+    (pdb,) = all_of(objects, "PodDisruptionBudget")
+    assert pdb["spec"]["minAvailable"] == 1
