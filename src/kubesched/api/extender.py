@@ -40,22 +40,6 @@ class ExtenderArgs(msgspec.Struct):
     NodeNames: list[str] | None = None
 
 
-NULL = msgspec.Raw(b"null")
-
-
-def _null() -> msgspec.Raw:
-    return NULL
-
-
-class ExtenderArgsRawNames(msgspec.Struct):
-    """ExtenderArgs with NodeNames left as raw JSON: decoded only in names mode, and full-node
-    requests never build the name list."""
-
-    Pod: Pod | None = None
-    Nodes: RawNodeList | None = None
-    NodeNames: msgspec.Raw = msgspec.field(default_factory=_null)  # NULL when absent or null
-
-
 class ExtenderFilterResult(msgspec.Struct):
     Nodes: EchoNodeList | None
     NodeNames: list[str] | None

@@ -30,8 +30,7 @@ from kubesched.framework.status import Code, Status
 
 log = logging.getLogger("kubesched.extender")
 
-_args = msgspec.json.Decoder(wire.ExtenderArgsRawNames)
-_names = msgspec.json.Decoder(list[str])
+_args = msgspec.json.Decoder(wire.ExtenderArgs)
 _bind_args = msgspec.json.Decoder(wire.ExtenderBindingArgs)
 _preempt_args = msgspec.json.Decoder(wire.ExtenderPreemptionArgs)
 _encoder = msgspec.json.Encoder()
@@ -85,37 +84,30 @@ class ExtenderService:
 
     # ---- decoding ------------------------------------------------------------------------------
 
-    def _decode_args(self, body: bytes) -> tuple[wire.ExtenderArgsRawNames, PodInfo]:
+    def _decode_args(self, body: bytes) -> tuple[wire.ExtenderArgs, PodInfo]:
         try:
             args = wire.decode(
                 body,
-                wire.ExtenderArgsRawNames,
+                wire.ExtenderArgs,
                 _args,
-                lambda a: a.Pod is not None and (a.Nodes is not None or a.NodeNames != wire.NULL),
+                lambda a: a.Pod is not None and (a.Nodes is not None or a.NodeNames is not None),
             )
         except wire.WireError as err:
             raise BadRequest(str(err)) from None
         if args.Pod is None:
             raise BadRequest("invalid ExtenderArgs: Pod is missing or null")
-        if args.Nodes is None and args.NodeNames == wire.NULL:
+        if args.Nodes is None and args.NodeNames is None:
             raise BadRequest("invalid ExtenderArgs: both Nodes and NodeNames are null; one must list the candidates")
         try:
             return args, compile_pod(args.Pod)
         except ValueError as err:
             raise BadRequest(f"invalid ExtenderArgs: Pod: {err}") from None
 
-    def _candidates(self, args: wire.ExtenderArgsRawNames) -> Candidates:
-        if args.NodeNames != wire.NULL:
+    def _candidates(self, args: wire.ExtenderArgs) -> Candidates:
+        if args.NodeNames is not None:
             # Names the cache does not know are skipped: the extender cannot judge them.
             table = self.cache.table
-            quoted = self._cache_quoted()
-            try:
-                names = _names.decode(args.NodeNames)
-            except msgspec.DecodeError as err:
-                text = str(err)
-                where = text.replace("`$", "`$.NodeNames", 1) if "`$" in text else f"{text} - at `$.NodeNames`"
-                raise BadRequest(f"invalid ExtenderArgs: {where}") from None
-            return Candidates(table, table.rows_for(names), quoted, None)
+            return Candidates(table, table.rows_for(args.NodeNames), self._cache_quoted(), None)
         items = (args.Nodes.items if args.Nodes else None) or []
         decode = self._node.decode
         try:
