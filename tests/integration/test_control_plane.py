@@ -103,8 +103,14 @@ def test_kube_scheduler_binds_a_pod(control_plane: ControlPlane, kube_namespace:
     try:
         control_plane.api("POST", f"/api/v1/namespaces/{kube_namespace}/pods", _pod("probe", node))
         assert control_plane.wait_pod_bound(kube_namespace, "probe") == node
-        events = control_plane.api("GET", f"/api/v1/namespaces/{kube_namespace}/events")["items"]
-        assert any(e["reason"] == "Scheduled" and e["involvedObject"]["name"] == "probe" for e in events)
+        # kube-scheduler writes the event after the binding, asynchronously: poll for it.
+        deadline = time.monotonic() + 20
+        while True:
+            events = control_plane.api("GET", f"/api/v1/namespaces/{kube_namespace}/events")["items"]
+            if any(e["reason"] == "Scheduled" and e["involvedObject"]["name"] == "probe" for e in events):
+                break
+            assert time.monotonic() < deadline, f"no Scheduled event for probe; events: {events}"
+            time.sleep(0.2)
     finally:
         sched.stop()
 
