@@ -144,3 +144,12 @@ def test_mutual_tls_handshake_on_loopback(tmp_path: Path) -> None:
     peer = seen["peer"]
     assert isinstance(peer, dict)
     assert (("commonName", "alice"),) in peer["subject"]
+
+
+def test_long_names_keep_full_sans_with_a_capped_common_name() -> None:
+    long_name = "a-webhook-service-with-a-long-name." + "some-very-long-namespace-name-for-testing" + ".svc"
+    ca = pki.new_ca(long_name + " webhook CA")
+    cert = pki.serving_cert(ca, long_name, dns_names=[long_name]).certificate()
+    sans = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+    assert sans.get_values_for_type(x509.DNSName) == [long_name]
+    assert len(cert.subject.rfc4514_string()) <= 64 + len("CN=")

@@ -58,7 +58,8 @@ def _load_ca(ca: CertKey) -> tuple[x509.Certificate, ec.EllipticCurvePrivateKey]
 
 def _name(common_name: str, organizations: Sequence[str] = ()) -> x509.Name:
     attrs = [x509.NameAttribute(NameOID.ORGANIZATION_NAME, org) for org in organizations]
-    attrs.append(x509.NameAttribute(NameOID.COMMON_NAME, common_name))
+    # X.509 caps a common name at 64 characters; clients verify the SANs, which keep full names.
+    attrs.append(x509.NameAttribute(NameOID.COMMON_NAME, common_name[:64]))
     return x509.Name(attrs)
 
 
