@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup run test lint build-control-plane bench clean
+.PHONY: setup run serve-extender test lint build-control-plane bench clean
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -14,8 +14,12 @@ $(STAMP): pyproject.toml
 
 setup: $(STAMP)
 
-# Serve the custom-label policy as an extender on the example node file: no cluster needed.
+# The custom scheduler on the embedded default: the example cluster, in memory.
 run: setup
+	$(BIN)/kubesched scheduler run --cluster examples/cluster.yaml
+
+# Serve the custom-label policy as an extender on the example node file: no cluster needed.
+serve-extender: setup
 	$(BIN)/kubesched extender serve --policy custom-label --nodes examples/nodes.yaml --listen 127.0.0.1:8888 --log-format text
 
 lint: setup

@@ -6,7 +6,16 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from kubesched.cli import config_cmd, dev_cluster, extender_cmd
+from kubesched.cli import (
+    certs_cmd,
+    config_cmd,
+    dev_cluster,
+    extender_cmd,
+    manifests_cmd,
+    plugins_cmd,
+    scheduler_cmd,
+    webhook_cmd,
+)
 from kubesched.cli.errors import CLIError
 
 
@@ -16,6 +25,11 @@ def build_parser() -> argparse.ArgumentParser:
     extender_cmd.register(sub)
     config_cmd.register(sub)
     dev_cluster.register(sub)
+    scheduler_cmd.register(sub)
+    plugins_cmd.register(sub)
+    webhook_cmd.register(sub)
+    certs_cmd.register(sub)
+    manifests_cmd.register(sub)
     return parser
 
 

@@ -1,0 +1,44 @@
+"""`kubesched plugins list`: every plugin a scheduler configuration can name, its extension points and source."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from kubesched.cli.errors import CLIError
+from kubesched.scheduler.config import ConfigError, load_file
+from kubesched.scheduler.pluginmanager import describe, load_registry
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    plugins = sub.add_parser("plugins", help="scheduling plugins")
+    plugins_sub = plugins.add_subparsers(dest="plugins_command", required=True, metavar="COMMAND")
+    ls = plugins_sub.add_parser(
+        "list", help="built-in plugins, entry points (group kubesched.plugins) and a configuration's pluginModules"
+    )
+    ls.add_argument("--config", type=Path, help="also load this KubeSchedulerConfiguration's pluginModules")
+    ls.add_argument("-o", "--output", choices=("text", "json"), default="text")
+    ls.set_defaults(func=run_list)
+
+
+def run_list(args: argparse.Namespace) -> int:
+    modules: tuple[str, ...] = ()
+    if args.config is not None:
+        try:
+            modules = load_file(args.config).plugin_modules
+        except ConfigError as err:
+            raise CLIError(f"{args.config}: " + "; ".join(str(e) for e in err.errors)) from None
+    registry, errors = load_registry(modules)
+    rows = describe(registry)
+    if args.output == "json":
+        print(json.dumps({"plugins": rows, "errors": [str(e) for e in errors]}, indent=2))
+    else:
+        width = max(len(r["name"]) for r in rows)
+        points_width = max(len(", ".join(r["extensionPoints"])) for r in rows)
+        print(f"{'NAME':<{width}}  {'EXTENSION POINTS':<{points_width}}  SOURCE")
+        for r in rows:
+            print(f"{r['name']:<{width}}  {', '.join(r['extensionPoints']):<{points_width}}  {r['source']}")
+        for e in errors:
+            print(f"error: {e}")
+    return 1 if errors else 0

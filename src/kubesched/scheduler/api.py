@@ -1,0 +1,244 @@
+"""The scheduler's side of the API server: binding, evicting, reporting (the Backend over a KubeClient).
+
+* bind: POST pods/<name>/binding with the pod's UID as a precondition (DefaultBinder's Binding);
+* failures: a strategic-merge patch of pods/<name>/status with PodScheduled=False (reason and message,
+  plus nominatedNodeName when it changes), skipped when nothing changed, and a `FailedScheduling` event;
+* success: a `Scheduled` event. Events are events.k8s.io/v1 with reportingController = the profile's
+  schedulerName and reportingInstance = <schedulerName>-<hostname>, as kube-scheduler's recorder writes them;
+* evict: DisruptionTarget=True (PreemptionByScheduler) on the victim, delete it (UID precondition), and a
+  `Preempted` event on it.
+
+Writes go through a token bucket (clientConnection qps/burst). Reports run as tasks: the scheduling
+cycle never waits for them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import socket
+import time
+from collections.abc import Coroutine, Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+import msgspec
+
+from kubesched.api.policy import PodDisruptionBudget
+from kubesched.cluster.kubeclient import APIError, KubeClient
+from kubesched.core.podinfo import PodInfo
+from kubesched.framework.interfaces import ClusterAPIError
+from kubesched.scheduler.http1 import Pool
+
+log = logging.getLogger("kubesched.scheduler")
+NOTE_LENGTH_LIMIT = 1024
+STRATEGIC = "application/strategic-merge-patch+json"
+MERGE = "application/merge-patch+json"
+
+
+def micro_time(ts: float | None = None) -> str:
+    """A metav1.MicroTime: RFC 3339 with microseconds, UTC."""
+    return datetime.fromtimestamp(time.time() if ts is None else ts, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def rfc3339(ts: float | None = None) -> str:
+    return datetime.fromtimestamp(time.time() if ts is None else ts, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def truncate_note(note: str) -> str:
+    """events' NoteLengthLimit: 1024 bytes, else the first 1020 and ' ...'."""
+    raw = note.encode()
+    if len(raw) <= NOTE_LENGTH_LIMIT:
+        return note
+    return raw[: NOTE_LENGTH_LIMIT - 4].decode(errors="ignore") + " ..."
+
+
+class RateLimiter:
+    """A token bucket: ``qps`` tokens per second, at most ``burst`` saved up (client-go's flowcontrol)."""
+
+    def __init__(self, qps: float, burst: int) -> None:
+        self.qps = qps
+        self.burst = max(burst, 1)
+        self._tokens = float(self.burst)
+        self._last = time.monotonic()
+
+    async def acquire(self) -> None:
+        while True:
+            now = time.monotonic()
+            self._tokens = min(self.burst, self._tokens + (now - self._last) * self.qps)
+            self._last = now
+            if self._tokens >= 1:
+                self._tokens -= 1
+                return
+            await asyncio.sleep((1 - self._tokens) / self.qps)
+
+
+class APIBackend:
+    """Binds, evicts and reports through the API server."""
+
+    def __init__(
+        self,
+        client: KubeClient,
+        *,
+        qps: float = 50.0,
+        burst: int = 100,
+        hostname: str | None = None,
+        connections: int = 16,
+    ) -> None:
+        self.client = client
+        self.limiter = RateLimiter(qps, burst)
+        # Writes get a pool of their own: persistent connections, never over-subscribed (see http1.py).
+        conn = client.conn
+        headers = {"Accept": "application/json", "User-Agent": "kubesched-scheduler"}
+        if conn.token:
+            headers["Authorization"] = f"Bearer {conn.token}"
+        self._http = Pool(conn.server, conn.ssl_context, headers, connections)
+
+        self.hostname = hostname or socket.gethostname()
+        self.pdb_objects: dict[str, PodDisruptionBudget] = {}  # fed by a watch (see run.py)
+        self.namespaces: dict[str, dict[str, str]] = {}
+        self._reported: dict[str, tuple[str, str, str | None]] = {}  # uid -> last (reason, message, nominated)
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    async def _call(self, method: str, path: str, body: Any = None, content_type: str = "application/json") -> bytes:
+        await self.limiter.acquire()
+        content = msgspec.json.encode(body) if body is not None else None
+        code, data = await self._http.request(method, path, content, content_type)
+        if 200 <= code < 300:
+            return data
+        try:
+            status = msgspec.json.decode(data, type=_Status)
+        except msgspec.DecodeError:
+            raise APIError(code, data.decode(errors="replace")) from None
+        raise APIError(code, status.message or data.decode(errors="replace"), status.reason)
+
+    # ---- ClusterAPI -------------------------------------------------------------------------------------
+
+    async def bind(self, pod: PodInfo, node_name: str) -> None:
+        binding = {
+            "apiVersion": "v1",
+            "kind": "Binding",
+            "metadata": {"name": pod.name, "namespace": pod.namespace, "uid": pod.uid},
+            "target": {"apiVersion": "v1", "kind": "Node", "name": node_name},
+        }
+        try:
+            await self._call("POST", f"/api/v1/namespaces/{pod.namespace}/pods/{pod.name}/binding", binding)
+        except APIError as err:
+            raise ClusterAPIError(f"binding rejected: {err.message}") from None
+        except OSError as err:
+            raise ClusterAPIError(f"binding {pod.key} failed: {type(err).__name__}: {err}") from None
+        self._reported.pop(pod.uid, None)
+
+    async def evict(self, victim: PodInfo, preemptor: PodInfo, node_name: str) -> None:
+        scheduler = preemptor.pod.spec.scheduler_name or "default-scheduler"
+        condition = {
+            "type": "DisruptionTarget",
+            "status": "True",
+            "reason": "PreemptionByScheduler",
+            "message": f"{scheduler}: preempting to accommodate a higher priority pod",
+            "lastTransitionTime": rfc3339(),
+        }
+        path = f"/api/v1/namespaces/{victim.namespace}/pods/{victim.name}"
+        try:
+            await self._call("PATCH", path + "/status", {"status": {"conditions": [condition]}}, STRATEGIC)
+            await self._call("DELETE", path, {"preconditions": {"uid": victim.uid}})
+        except APIError as err:
+            if err.status != 404:
+                raise ClusterAPIError(f"preempting {victim.key}: {err.message}") from None
+            return
+        except OSError as err:
+            raise ClusterAPIError(f"preempting {victim.key}: {type(err).__name__}: {err}") from None
+        note = f"Preempted by pod {preemptor.uid} on node {node_name}"
+        await self._event(victim, scheduler, "Normal", "Preempted", "Preempting", note)
+
+    async def set_nominated_node(self, pod: PodInfo, node_name: str) -> None:
+        body = {"status": {"nominatedNodeName": node_name or None}}
+        try:
+            await self._call("PATCH", f"/api/v1/namespaces/{pod.namespace}/pods/{pod.name}/status", body, MERGE)
+        except APIError as err:
+            if err.status != 404:
+                raise ClusterAPIError(f"nominating {pod.key}: {err.message}") from None
+        except OSError as err:
+            raise ClusterAPIError(f"nominating {pod.key}: {type(err).__name__}: {err}") from None
+
+    def pdbs(self) -> Sequence[PodDisruptionBudget]:
+        return list(self.pdb_objects.values())
+
+    def namespace_labels(self, namespace: str) -> Mapping[str, str] | None:
+        return self.namespaces.get(namespace)
+
+    # ---- reporting --------------------------------------------------------------------------------------
+
+    def scheduled(self, pod: PodInfo, node: str, scheduler_name: str) -> None:
+        note = f"Successfully assigned {pod.key} to {node}"
+        self._spawn(self._event(pod, scheduler_name, "Normal", "Scheduled", "Binding", note))
+
+    def failed(self, pod: PodInfo, scheduler_name: str, reason: str, message: str, nominated: str | None) -> None:
+        self._spawn(self._event(pod, scheduler_name, "Warning", "FailedScheduling", "Scheduling", message))
+        report = (reason, message, nominated)
+        if self._reported.get(pod.uid) != report:
+            self._reported[pod.uid] = report
+            self._spawn(self._condition(pod, reason, message, nominated))
+
+    async def _condition(self, pod: PodInfo, reason: str, message: str, nominated: str | None) -> None:
+        status: dict[str, Any] = {
+            "conditions": [
+                {
+                    "type": "PodScheduled",
+                    "status": "False",
+                    "reason": reason,
+                    "message": message,
+                    "lastProbeTime": None,
+                    "lastTransitionTime": rfc3339(),
+                }
+            ]
+        }
+        if nominated is not None:
+            status["nominatedNodeName"] = nominated or None
+        path = f"/api/v1/namespaces/{pod.namespace}/pods/{pod.name}/status"
+        try:
+            await self._call("PATCH", path, {"status": status}, STRATEGIC)
+        except (APIError, OSError) as err:
+            log.info("could not update the status of %s: %s", pod.key, err)
+
+    async def _event(self, pod: PodInfo, controller: str, kind: str, reason: str, action: str, note: str) -> None:
+        now = time.time()
+        event = {
+            "apiVersion": "events.k8s.io/v1",
+            "kind": "Event",
+            "metadata": {"name": f"{pod.name}.{time.time_ns():x}", "namespace": pod.namespace},
+            "eventTime": micro_time(now),
+            "reportingController": controller,
+            "reportingInstance": f"{controller}-{self.hostname}",
+            "action": action,
+            "reason": reason,
+            "regarding": {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "namespace": pod.namespace,
+                "name": pod.name,
+                "uid": pod.uid,
+            },
+            "note": truncate_note(note),
+            "type": kind,
+        }
+        try:
+            await self._call("POST", f"/apis/events.k8s.io/v1/namespaces/{pod.namespace}/events", event)
+        except (APIError, OSError) as err:
+            log.info("could not record event %s for %s: %s", reason, pod.key, err)
+
+    def _spawn(self, coro: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.get_running_loop().create_task(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def aclose(self) -> None:
+        """Let the reports in flight finish (they are short), then close the connections."""
+        while self._tasks:
+            await asyncio.gather(*list(self._tasks), return_exceptions=True)
+        await self._http.aclose()
+
+
+class _Status(msgspec.Struct):
+    message: str = ""
+    reason: str = ""

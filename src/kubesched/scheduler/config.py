@@ -1,0 +1,321 @@
+"""The scheduler's configuration: a KubeSchedulerConfiguration (kubescheduler.config.k8s.io/v1).
+
+Read with the shared config package (top level, extenders, leaderElection, clientConnection, with
+kube-scheduler's validation), then the parts only a scheduler needs: each profile's `plugins` (per
+extension point and `multiPoint`, `enabled` with weights and `disabled`, `*` for all) and
+`pluginConfig`. One kubesched key is added at the top: `pluginModules`, plugin classes to load from
+`pkg.mod:Class` or `path/to/file.py:Class`. Every problem is collected with its field path before
+anything is raised. Which plugin names exist is checked later, against the registry (pluginmanager).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kubesched.config.duration import Duration
+from kubesched.config.errors import ConfigParseError, FieldError, child, index
+from kubesched.config.extender import DEFAULT_SCHEDULER_NAME, Extender, LegacyPolicy, SchedulerConfig
+from kubesched.config.parse import DOCUMENT, load_text, read_document
+from kubesched.config.validation import validate
+from kubesched.framework.profile import PluginRef
+
+# kube-scheduler's names for the extension points, as keys of `plugins`.
+EXTENSION_POINTS = (
+    "preEnqueue",
+    "queueSort",
+    "preFilter",
+    "filter",
+    "postFilter",
+    "preScore",
+    "score",
+    "reserve",
+    "permit",
+    "preBind",
+    "bind",
+    "postBind",
+)
+MULTI_POINT = "multiPoint"
+ALL = "*"
+# Our own lease, so we never take kube-scheduler's (kube-system/kube-scheduler).
+DEFAULT_LEASE_NAME = "kubesched-scheduler"
+DEFAULT_LEASE_NAMESPACE = "kube-system"
+
+
+class ConfigError(ConfigParseError):
+    """A configuration that cannot be used; `errors` has every problem with its field path."""
+
+
+@dataclass(frozen=True)
+class PluginSet:
+    """One extension point's `enabled` (in order, with weights) and `disabled` names."""
+
+    enabled: tuple[PluginRef, ...] = ()
+    disabled: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class ProfileConfig:
+    scheduler_name: str
+    plugins: Mapping[str, PluginSet] = field(default_factory=dict)
+    plugin_config: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    percentage_of_nodes_to_score: int | None = None
+    path: str = "profiles[0]"
+
+
+@dataclass(frozen=True)
+class LeaderElectionConfig:
+    """kube-scheduler's defaults (15 s / 10 s / 2 s), with a lease of our own."""
+
+    leader_elect: bool = True
+    lease_duration: float = 15.0
+    renew_deadline: float = 10.0
+    retry_period: float = 2.0
+    resource_name: str = DEFAULT_LEASE_NAME
+    resource_namespace: str = DEFAULT_LEASE_NAMESPACE
+
+
+@dataclass(frozen=True)
+class SchedulerConfiguration:
+    profiles: tuple[ProfileConfig, ...] = (ProfileConfig(DEFAULT_SCHEDULER_NAME),)
+    extenders: tuple[Extender, ...] = ()
+    percentage_of_nodes_to_score: int = 0
+    pod_initial_backoff_seconds: int = 1
+    pod_max_backoff_seconds: int = 10
+    leader_election: LeaderElectionConfig = LeaderElectionConfig()
+    kubeconfig: str = ""
+    qps: float = 50.0
+    burst: int = 100
+    plugin_modules: tuple[str, ...] = ()
+
+    @property
+    def ignored_resources(self) -> tuple[str, ...]:
+        """Extender-managed resources with ignoredByScheduler: NodeResourcesFit stops checking them."""
+        return tuple(r.name for e in self.extenders for r in e.managed_resources if r.ignored_by_scheduler)
+
+
+def load_file(path: Path) -> SchedulerConfiguration:
+    """Read and check a configuration file; ConfigError lists every problem."""
+    config, errors = read_file(path)
+    if errors or config is None:
+        raise ConfigError(errors)
+    return config
+
+
+def read_file(path: Path) -> tuple[SchedulerConfiguration | None, list[FieldError]]:
+    """Best effort: the configuration (None if unreadable) and every problem found in it."""
+    try:
+        text = path.read_text()
+    except OSError as err:
+        return None, [FieldError(DOCUMENT, f"cannot read {path}: {err.strerror}")]
+    try:
+        doc = load_text(text)
+    except ConfigParseError as err:
+        return None, list(err.errors)
+    return read(doc, base=path.parent)
+
+
+def parse(doc: object, base: Path | None = None) -> SchedulerConfiguration:
+    """The configuration in ``doc``; relative file paths in `pluginModules` are taken from ``base``."""
+    config, errors = read(doc, base)
+    if errors or config is None:
+        raise ConfigError(errors)
+    return config
+
+
+def read(doc: object, base: Path | None = None) -> tuple[SchedulerConfiguration | None, list[FieldError]]:
+    """Best effort: the configuration (bad values left as given or defaulted) and every problem found."""
+    errors: list[FieldError] = []
+    modules: tuple[str, ...] = ()
+    if isinstance(doc, Mapping) and "pluginModules" in doc:
+        doc = dict(doc)
+        modules = _modules(doc.pop("pluginModules"), base, errors)
+    model, read_errors = read_document(doc)
+    errors += read_errors
+    if isinstance(model, LegacyPolicy):
+        errors.append(
+            FieldError("kind", "a legacy Policy cannot configure a scheduler; use KubeSchedulerConfiguration")
+        )
+        model = None
+    if model is None:
+        return None, errors
+    errors += validate(model)
+    return _convert(model, modules, errors), errors
+
+
+def _modules(value: object, base: Path | None, errors: list[FieldError]) -> tuple[str, ...]:
+    if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+        errors.append(FieldError("pluginModules", 'must be a list of "pkg.mod:Class" or "path/to/file.py:Class"'))
+        return ()
+    out = []
+    for i, spec in enumerate(value):
+        target, sep, attr = spec.rpartition(":")
+        if not sep or not target or not attr.isidentifier():
+            errors.append(
+                FieldError(index("pluginModules", i), f'{spec!r}: expected "pkg.mod:Class" or "file.py:Class"')
+            )
+            continue
+        if target.endswith(".py") and base is not None and not Path(target).is_absolute():
+            target = str(base / target)
+        out.append(f"{target}:{attr}")
+    return tuple(out)
+
+
+def _number(extra: Mapping[str, object], key: str, default: int) -> int:
+    value = extra.get(key, default)
+    return value if isinstance(value, int) and not isinstance(value, bool) else default
+
+
+def _convert(model: SchedulerConfig, modules: tuple[str, ...], errors: list[FieldError]) -> SchedulerConfiguration:
+    profiles = tuple(
+        _profile(p.scheduler_name, p.extra, index("profiles", i), errors) for i, p in enumerate(model.profiles)
+    ) or (ProfileConfig(DEFAULT_SCHEDULER_NAME),)
+    client = model.client_connection_extra
+    qps, burst = client.get("qps", 50.0), client.get("burst", 100)
+    if isinstance(qps, (int, float)) and qps <= 0:
+        errors.append(FieldError("clientConnection.qps", f"must be positive (got {qps})"))
+    if isinstance(burst, int) and burst <= 0:
+        errors.append(FieldError("clientConnection.burst", f"must be positive (got {burst})"))
+    return SchedulerConfiguration(
+        profiles=profiles,
+        extenders=model.extenders,
+        percentage_of_nodes_to_score=_number(model.extra, "percentageOfNodesToScore", 0),
+        pod_initial_backoff_seconds=_number(model.extra, "podInitialBackoffSeconds", 1),
+        pod_max_backoff_seconds=_number(model.extra, "podMaxBackoffSeconds", 10),
+        leader_election=_leader_election(model, errors),
+        kubeconfig=model.kubeconfig,
+        qps=float(qps) if isinstance(qps, (int, float)) else 50.0,
+        burst=burst if isinstance(burst, int) else 100,
+        plugin_modules=modules,
+    )
+
+
+def _leader_election(model: SchedulerConfig, errors: list[FieldError]) -> LeaderElectionConfig:
+    le = model.leader_election
+    if le is None:
+        return LeaderElectionConfig()
+
+    def seconds(key: str, default: float) -> float:
+        value = le.extra.get(key)
+        return Duration.parse(value).total_seconds() if isinstance(value, str) else default
+
+    out = LeaderElectionConfig(
+        leader_elect=le.leader_elect,
+        lease_duration=seconds("leaseDuration", 15.0),
+        renew_deadline=seconds("renewDeadline", 10.0),
+        retry_period=seconds("retryPeriod", 2.0),
+        resource_name=le.resource_name or DEFAULT_LEASE_NAME,
+        resource_namespace=le.resource_namespace or DEFAULT_LEASE_NAMESPACE,
+    )
+    if out.leader_elect:
+        # client-go's leaderelection.NewLeaderElector rules.
+        for key, value in (("leaseDuration", out.lease_duration), ("renewDeadline", out.renew_deadline)):
+            if value <= 0:
+                errors.append(FieldError(f"leaderElection.{key}", "must be greater than zero"))
+        if out.retry_period <= 0:
+            errors.append(FieldError("leaderElection.retryPeriod", "must be greater than zero"))
+        if out.lease_duration <= out.renew_deadline:
+            errors.append(FieldError("leaderElection.leaseDuration", "must be greater than renewDeadline"))
+        if out.renew_deadline <= 1.2 * out.retry_period:
+            errors.append(FieldError("leaderElection.renewDeadline", "must be greater than 1.2 × retryPeriod"))
+    return out
+
+
+def _profile(name: str, extra: Mapping[str, object], path: str, errors: list[FieldError]) -> ProfileConfig:
+    plugins: dict[str, PluginSet] = {}
+    raw_plugins = extra.get("plugins")
+    if isinstance(raw_plugins, Mapping):
+        known = (MULTI_POINT, *EXTENSION_POINTS)
+        for point, value in raw_plugins.items():
+            at = child(child(path, "plugins"), str(point))
+            if point not in known:
+                errors.append(FieldError(at, f"unknown extension point; known: {', '.join(known)}"))
+            elif value is not None:
+                plugins[str(point)] = _plugin_set(value, at, point in (MULTI_POINT, "score"), errors)
+    config: dict[str, Mapping[str, Any]] = {}
+    raw_config = extra.get("pluginConfig")
+    for i, item in enumerate(raw_config if isinstance(raw_config, list) else ()):
+        at = index(child(path, "pluginConfig"), i)
+        if not isinstance(item, Mapping):
+            errors.append(FieldError(at, "must be an object with name and args"))
+            continue
+        for key in item:
+            if key not in ("name", "args"):
+                errors.append(FieldError(child(at, str(key)), "unknown field"))
+        plugin, args = item.get("name"), item.get("args")
+        if not isinstance(plugin, str) or not plugin:
+            errors.append(FieldError(child(at, "name"), "is required"))
+            continue
+        if plugin in config:
+            errors.append(FieldError(child(at, "name"), f"duplicate pluginConfig for {plugin!r}"))
+        if args is not None and not isinstance(args, Mapping):
+            errors.append(FieldError(child(at, "args"), "must be an object"))
+            continue
+        # apiVersion/kind inside args name the Go type; the plugin's own Args type decides here.
+        config[plugin] = {k: v for k, v in (args or {}).items() if k not in ("apiVersion", "kind")}
+    pct = extra.get("percentageOfNodesToScore")
+    return ProfileConfig(
+        scheduler_name=name,
+        plugins=plugins,
+        plugin_config=config,
+        percentage_of_nodes_to_score=pct if isinstance(pct, int) and not isinstance(pct, bool) else None,
+        path=path,
+    )
+
+
+def _plugin_set(value: object, at: str, weighted: bool, errors: list[FieldError]) -> PluginSet:
+    if not isinstance(value, Mapping):
+        errors.append(FieldError(at, "must be an object with enabled and disabled lists"))
+        return PluginSet()
+    for key in value:
+        if key not in ("enabled", "disabled"):
+            errors.append(FieldError(child(at, str(key)), "unknown field; expected enabled or disabled"))
+    enabled = []
+    for i, item in enumerate(_items(value.get("enabled"), child(at, "enabled"), errors)):
+        where = index(child(at, "enabled"), i)
+        name, weight = _ref(item, where, ("name", "weight"), errors)
+        if name == ALL:
+            errors.append(FieldError(child(where, "name"), "'*' can only be disabled"))
+            continue
+        if weight and not weighted:
+            errors.append(FieldError(child(where, "weight"), "weights apply only to score and multiPoint"))
+        if weight < 0:
+            errors.append(FieldError(child(where, "weight"), f"must not be negative (got {weight})"))
+        if name:
+            enabled.append(PluginRef(name, weight))
+    disabled = []
+    for i, item in enumerate(_items(value.get("disabled"), child(at, "disabled"), errors)):
+        name, _ = _ref(item, index(child(at, "disabled"), i), ("name",), errors)
+        if name:
+            disabled.append(name)
+    return PluginSet(tuple(enabled), tuple(disabled))
+
+
+def _items(value: object, at: str, errors: list[FieldError]) -> list[object]:
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        errors.append(FieldError(at, "must be a list"))
+        return []
+    return value
+
+
+def _ref(item: object, at: str, keys: tuple[str, ...], errors: list[FieldError]) -> tuple[str, int]:
+    if not isinstance(item, Mapping):
+        errors.append(FieldError(at, "must be an object with a name"))
+        return "", 0
+    for key in item:
+        if key not in keys:
+            errors.append(FieldError(child(at, str(key)), "unknown field"))
+    name, weight = item.get("name"), item.get("weight", 0)
+    if not isinstance(name, str) or not name:
+        errors.append(FieldError(child(at, "name"), "is required"))
+        name = ""
+    if weight is None:
+        weight = 0
+    if not isinstance(weight, int) or isinstance(weight, bool):
+        errors.append(FieldError(child(at, "weight"), "must be an integer"))
+        weight = 0
+    return name, weight

@@ -1,0 +1,325 @@
+"""One scheduling cycle: PreFilter, Filter, extenders, PreScore/Score, selection, Reserve, Permit.
+
+Synchronous CPU work over the cache's NodeTable, as kube-scheduler's schedulingCycle does it:
+
+* Filter examines nodes from a start index that rotates from cycle to cycle, and stops once
+  ``numFeasibleNodesToFind`` are feasible (adaptive percentageOfNodesToScore); nodes are filtered in
+  chunks of the table's rows, never one by one.
+* A pod already nominated to a node (after preemption) tries that node first; if it passes, no scoring.
+* Pods nominated elsewhere with at least this pod's priority count against their node while it filters.
+* Extenders, when configured, are the only awaits: the table may change across them, so the nodes
+  are carried by name and mapped back to rows afterwards.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import random
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from kubesched.cluster.cache import ClusterCache
+from kubesched.core.nodetable import NodeTable, Rows
+from kubesched.core.podinfo import PodInfo
+from kubesched.framework.diagnosis import Diagnosis
+from kubesched.framework.interfaces import CycleState, NodeBatch, PostFilterPlugin
+from kubesched.framework.runtime import Framework, FrameworkError, select_host
+from kubesched.framework.status import SUCCESS, Code, Status
+from kubesched.scheduler.extenders import ExtenderError, ExtenderSet
+from kubesched.scheduler.pluginmanager import Profile
+
+NO_NODES = "no nodes available to schedule pods"
+EXTENDER = "Extender"
+MIN_FEASIBLE_NODES_TO_FIND = 100
+MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5
+
+
+def num_feasible_nodes_to_find(n: int, percentage: int, scoring: bool) -> int:
+    """kube-scheduler's numFeasibleNodesToFind: all below 100 nodes, else an adaptive share, at least 100."""
+    if n < MIN_FEASIBLE_NODES_TO_FIND:
+        return n
+    if percentage == 0:
+        percentage = max(MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND, 50 - n // 125)
+    k = n * percentage // 100
+    if k < MIN_FEASIBLE_NODES_TO_FIND:
+        k = MIN_FEASIBLE_NODES_TO_FIND
+    if not scoring:
+        return 1
+    return min(k, n)
+
+
+class Nominator:
+    """Pods that preemption nominated to a node, until they are scheduled or gone."""
+
+    def __init__(self) -> None:
+        self._by_uid: dict[str, tuple[str, PodInfo]] = {}
+
+    def __len__(self) -> int:
+        return len(self._by_uid)
+
+    def add(self, pod: PodInfo, node: str) -> None:
+        self._by_uid[pod.uid] = (node, pod)
+
+    def remove(self, uid: str) -> None:
+        self._by_uid.pop(uid, None)
+
+    def node_of(self, uid: str) -> str | None:
+        entry = self._by_uid.get(uid)
+        return entry[0] if entry else None
+
+    def ahead_of(self, pod: PodInfo) -> list[tuple[str, PodInfo]]:
+        """Nominated pods at least as important as ``pod`` (they keep their room on their node)."""
+        return [(n, p) for n, p in self._by_uid.values() if p.priority >= pod.priority and p.uid != pod.uid]
+
+
+@dataclass
+class Outcome:
+    """What a cycle decided: a node (assumed, reserved, permitted) or why not."""
+
+    pod: PodInfo
+    state: CycleState
+    node: str | None = None
+    status: Status = SUCCESS
+    message: str = ""
+    plugins: frozenset[str] = frozenset()  # plugins (or "Extender") that rejected the pod
+    nominated: str | None = None
+    post_filter: PostFilterPlugin | None = None
+    waits: dict[str, float] = field(default_factory=dict)  # Permit plugins that said Wait, with timeouts
+    evaluated: int = 0
+    feasible: int = 0
+    extender_rejected: bool = False
+
+    @property
+    def error(self) -> bool:
+        return not self.status.ok and not self.status.rejected
+
+
+class Cycle:
+    """The scheduling cycle over one cache; keeps the rotating start index between cycles."""
+
+    def __init__(
+        self,
+        cache: ClusterCache,
+        *,
+        extenders: ExtenderSet | None = None,
+        nominator: Nominator | None = None,
+        percentage_of_nodes_to_score: int = 0,
+        rng: random.Random | None = None,
+    ) -> None:
+        self.cache = cache
+        self.extenders = extenders if extenders is not None else ExtenderSet(())
+        self.nominator = nominator if nominator is not None else Nominator()
+        self.percentage = percentage_of_nodes_to_score
+        self.rng = rng or random.Random()
+        self.next_start = 0
+
+    async def run(self, profile: Profile, pod: PodInfo) -> Outcome:
+        """Decide a node for ``pod`` and assume it there; on failure the outcome says why."""
+        out = Outcome(pod, CycleState())
+        try:
+            await self._decide(profile, out)
+        except FrameworkError as err:
+            out.status, out.message, out.node = err.status, str(err), None
+        except ExtenderError as err:
+            out.status, out.message, out.node = Status.error(str(err)).with_plugin(EXTENDER), str(err), None
+        if out.node is not None:
+            self._reserve_and_permit(profile.framework, out)
+        return out
+
+    async def _decide(self, profile: Profile, out: Outcome) -> None:
+        fw, pod, state = profile.framework, out.pod, out.state
+        table = self.cache.table
+        total = len(table)
+        if total == 0:
+            out.status, out.message = Status.unresolvable(NO_NODES), NO_NODES
+            return
+        diagnosis = Diagnosis()
+        with self._nominated_pods(table, pod):
+            status, allowed = fw.run_pre_filter(state, pod, table)
+            if status.rejected:
+                diagnosis.pre_filter = status
+                feasible = table.rows()[:0]
+            else:
+                nominated = self._try_nominated(fw, state, pod, table, allowed)
+                if nominated is not None:
+                    names = await self._extender_filter(out, table, nominated, Diagnosis())
+                    if names:
+                        out.node = names[0]
+                        return
+                    table = self.cache.table
+                feasible = self._find(profile, state, pod, table, allowed, diagnosis)
+        out.evaluated = len(feasible) + diagnosis.rejected_count()
+        if len(feasible) and self.extenders.filters(pod):
+            names = await self._extender_filter(out, table, feasible, diagnosis)
+            feasible = self.cache.table.rows_for(names)
+            table = self.cache.table
+        out.feasible = len(feasible)
+        if not len(feasible):
+            self._fail(profile, out, diagnosis, total)
+            return
+        if len(feasible) == 1:
+            out.node = table.names[int(feasible[0])]
+            return
+        totals, _ = fw.prioritize(state, pod, NodeBatch(table, feasible))
+        names = table.name_array()[feasible].tolist()
+        if self.extenders.prioritizers(pod):
+            extra = await self.extenders.prioritize(pod, table, feasible)
+            totals = totals + np.fromiter((extra.get(n, 0) for n in names), dtype=np.int64, count=len(names))
+        out.node = names[select_host(totals, self.rng)]
+
+    @contextlib.contextmanager
+    def _nominated_pods(self, table: NodeTable, pod: PodInfo) -> Iterator[None]:
+        """Count nominated pods at least as important as ``pod`` on their nodes while it filters."""
+        added: list[tuple[int, str]] = []
+        if len(self.nominator):
+            for node, other in self.nominator.ahead_of(pod):
+                row = table.index.get(node)
+                if row is not None and self.cache.pod_node(other.uid) is None:
+                    table.add_pod(row, other)
+                    added.append((row, other.uid))
+        try:
+            yield
+        finally:
+            for row, uid in added:
+                table.remove_pod(row, uid)
+
+    def _try_nominated(
+        self, fw: Framework, state: CycleState, pod: PodInfo, table: NodeTable, allowed: frozenset[str] | None
+    ) -> Rows | None:
+        node = self.nominator.node_of(pod.uid) or pod.pod.status.nominated_node_name
+        row = table.index.get(node) if node else None
+        if row is None or (allowed is not None and node not in allowed):
+            return None
+        rows = fw.run_filter(state, pod, NodeBatch(table, np.array([row], dtype=np.intp)), Diagnosis())
+        return rows if len(rows) else None
+
+    def _find(
+        self,
+        profile: Profile,
+        state: CycleState,
+        pod: PodInfo,
+        table: NodeTable,
+        allowed: frozenset[str] | None,
+        diagnosis: Diagnosis,
+    ) -> Rows:
+        """Filter from the rotating start until enough nodes are feasible."""
+        fw = profile.framework
+        rows = table.rows()
+        live = len(rows)
+        if allowed is not None:
+            names = table.names
+            rows = rows[np.fromiter((names[r] in allowed for r in rows.tolist()), dtype=np.bool_, count=len(rows))]
+            narrowed = state.get("#prefilter-narrowed-by", [])
+            diagnosis.absent = Status.unresolvable(f"node(s) didn't satisfy plugin(s) [{' '.join(narrowed)}]")
+        n = len(rows)
+        if n == 0:
+            return rows
+        percentage = profile.percentage_of_nodes_to_score
+        scoring = bool(fw.score) or self.extenders.any_filter_or_prioritize()
+        k = num_feasible_nodes_to_find(n, self.percentage if percentage is None else percentage, scoring)
+        start = self.next_start % n
+        order = np.concatenate((rows[start:], rows[:start])) if start else rows
+        if k >= n:
+            feasible = fw.run_filter(state, pod, NodeBatch(table, order), diagnosis)
+            self.next_start = (self.next_start + n) % live
+            return feasible
+        parts: list[Rows] = []
+        found = pos = 0
+        while found < k and pos < n:
+            # First chunk: exactly k; later ones sized by the pass rate so far, so few rounds are needed.
+            size = k if pos == 0 else int((k - found) * pos / max(found, 1)) + 32
+            chunk = order[pos : pos + size]
+            passed = fw.run_filter(state, pod, NodeBatch(table, chunk), diagnosis)
+            pos += len(chunk)
+            parts.append(passed)
+            found += len(passed)
+        feasible = np.concatenate(parts) if len(parts) > 1 else parts[0]
+        self.next_start = (self.next_start + pos) % live
+        return feasible[:k]
+
+    async def _extender_filter(self, out: Outcome, table: NodeTable, rows: Rows, diagnosis: Diagnosis) -> list[str]:
+        """Names that pass every interested filter extender; their rejections join the diagnosis."""
+        names: list[str] = table.name_array()[rows].tolist()
+        if not self.extenders.filters(out.pod):
+            return names
+        passed, statuses = await self.extenders.filter(out.pod, table, names)
+        if len(passed) < len(names):
+            out.extender_rejected = True
+        table = self.cache.table
+        by_status: dict[Status, list[int]] = {}
+        for name, status in statuses.items():
+            row = table.index.get(name)
+            if row is not None:
+                by_status.setdefault(status, []).append(row)
+        for status, failed in by_status.items():
+            diagnosis.add(np.asarray(failed, dtype=np.intp), np.ones(len(failed), dtype=np.int32), (status,))
+        return passed
+
+    def _fail(self, profile: Profile, out: Outcome, diagnosis: Diagnosis, total: int) -> None:
+        """No feasible node: PostFilter (preemption), then kube-scheduler's FitError message."""
+        pod, state = out.pod, out.state
+        plugins: set[str] = set()
+        for rej in diagnosis.rejections:
+            plugins.update([rej.plugin] if rej.plugin else [s.plugin for s in rej.statuses])
+        plugins.discard("")
+        if diagnosis.pre_filter is not None and diagnosis.pre_filter.plugin:
+            plugins.add(diagnosis.pre_filter.plugin)
+        if out.extender_rejected:
+            plugins.add(EXTENDER)
+        out.plugins = frozenset(plugins)
+        reasons: list[str] = []
+        for plugin in profile.framework.post_filter:
+            nominated, status = plugin.post_filter(state, pod, self.cache.table, diagnosis)
+            status = status.with_plugin(plugin.name)
+            if status.ok:
+                out.nominated, out.post_filter = nominated or None, plugin
+                reasons = []
+                break
+            if status.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
+                reasons = list(status.reasons)
+                break
+            if not status.rejected:
+                # A PostFilter error keeps the pod's rejection but says what went wrong.
+                reasons = [status.message]
+                break
+            reasons += status.reasons
+        diagnosis.post_filter_message = ", ".join(reasons)
+        out.message = diagnosis.message(total)
+        # Rejected either way; only the message, built like kube-scheduler's FitError, is shown.
+        out.status = Status(Code.UNSCHEDULABLE, (out.message,), "")
+
+    def _reserve_and_permit(self, fw: Framework, out: Outcome) -> None:
+        """Assume the pod on its node, then Reserve and Permit; any failure undoes it all."""
+        pod, state, node = out.pod, out.state, out.node or ""
+        self.cache.assume(pod, node)
+        self.nominator.remove(pod.uid)
+        failure: Status | None = None
+        for plugin in fw.reserve:
+            status = plugin.reserve(state, pod, node).with_plugin(plugin.name)
+            if not status.ok:
+                failure = status
+                break
+        if failure is None:
+            for permit in fw.permit:
+                status, timeout = permit.permit(state, pod, node)
+                status = status.with_plugin(permit.name)
+                if status.code == Code.WAIT:
+                    out.waits[permit.name] = timeout
+                elif not status.ok:
+                    failure = status
+                    break
+        if failure is not None:
+            unreserve(fw, state, pod, node)
+            self.cache.forget(pod.uid)
+            out.node = None
+            out.status = failure
+            out.message = failure.message or f"{failure.plugin} rejected the pod"
+            out.plugins = frozenset({failure.plugin})
+
+
+def unreserve(fw: Framework, state: CycleState, pod: PodInfo, node: str) -> None:
+    """Unreserve every Reserve plugin, in reverse order (each must be idempotent)."""
+    for plugin in reversed(fw.reserve):
+        plugin.unreserve(state, pod, node)

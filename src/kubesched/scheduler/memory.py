@@ -1,0 +1,184 @@
+"""The embedded default: an in-memory cluster behind the very same cache, queue and scheduler.
+
+`kubesched scheduler run --cluster FILE` reads nodes and pods (a pod without spec.nodeName is pending),
+feeds them to the scheduler through the event methods the API watch uses, binds in memory (the bound
+pod comes back as a pod update, as from a watch), evicts by deleting, and records events. Time is a
+manual clock that jumps over backoff waits, so the run ends as soon as nothing more can happen.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import msgspec
+
+from kubesched.api.core import Node, Pod
+from kubesched.api.policy import PodDisruptionBudget
+from kubesched.config.extender import DEFAULT_SCHEDULER_NAME
+from kubesched.core.podinfo import PodInfo
+from kubesched.framework.interfaces import ClusterAPIError
+from kubesched.scheduler.queue import ManualClock
+from kubesched.scheduler.scheduler import Placement, Scheduler
+
+
+@dataclass(frozen=True)
+class Event:
+    """What an events.k8s.io/v1 Event would say."""
+
+    type: str
+    reason: str
+    regarding: str
+    note: str
+    reporting_controller: str
+
+
+def normalize(pods: Sequence[Pod]) -> list[Pod]:
+    """Pods as the API server would store them: a namespace, a UID, a scheduler name."""
+    out = []
+    for i, pod in enumerate(pods):
+        meta = pod.metadata
+        namespace = meta.namespace or "default"
+        uid = meta.uid or f"memory-{i}-{namespace}-{meta.name}"
+        spec = (
+            pod.spec
+            if pod.spec.scheduler_name
+            else msgspec.structs.replace(pod.spec, scheduler_name=DEFAULT_SCHEDULER_NAME)
+        )
+        out.append(
+            msgspec.structs.replace(
+                pod, metadata=msgspec.structs.replace(meta, namespace=namespace, uid=uid), spec=spec
+            )
+        )
+    return out
+
+
+class MemoryCluster:
+    """Nodes and pods in dicts; implements the scheduler's Backend (and so the plugins' ClusterAPI)."""
+
+    def __init__(self, nodes: Sequence[Node], pods: Sequence[Pod], pdbs: Sequence[PodDisruptionBudget] = ()) -> None:
+        self.nodes = {n.metadata.name: n for n in nodes}
+        self.pods = {p.metadata.uid: p for p in normalize(pods)}
+        self.pending = [f"{p.metadata.namespace}/{p.metadata.name}" for p in self.pods.values() if not p.spec.node_name]
+        self._pdbs = list(pdbs)
+        self.events: list[Event] = []
+        self.conditions: dict[str, tuple[str, str]] = {}  # pod key -> (reason, message)
+        self.scheduler: Scheduler | None = None
+
+    def attach(self, scheduler: Scheduler) -> None:
+        """Hand the cluster's objects to the scheduler, as a watch's first list would."""
+        self.scheduler = scheduler
+        scheduler.nodes_replaced(list(self.nodes.values()))
+        scheduler.pods_replaced(list(self.pods.values()))
+        scheduler.cache.tracks_pods = True
+        scheduler.cache.synced.set()
+
+    def _sched(self) -> Scheduler:
+        if self.scheduler is None:
+            raise ClusterAPIError("the in-memory cluster is not attached to a scheduler")
+        return self.scheduler
+
+    # ---- ClusterAPI -------------------------------------------------------------------------------------
+
+    async def bind(self, pod: PodInfo, node_name: str) -> None:
+        obj = self.pods.get(pod.uid)
+        if obj is None:
+            raise ClusterAPIError(f'pods "{pod.name}" not found')
+        if obj.spec.node_name:
+            raise ClusterAPIError(f'pod {pod.name} is already assigned to node "{obj.spec.node_name}"')
+        if node_name not in self.nodes:
+            raise ClusterAPIError(f'nodes "{node_name}" not found')
+        bound = msgspec.structs.replace(obj, spec=msgspec.structs.replace(obj.spec, node_name=node_name))
+        self.pods[pod.uid] = bound
+        self._sched().pod_upserted(bound)
+
+    async def evict(self, victim: PodInfo, preemptor: PodInfo, node_name: str) -> None:
+        obj = self.pods.pop(victim.uid, None)
+        if obj is None:
+            return
+        self.events.append(
+            Event("Normal", "Preempted", victim.key, f"Preempted by pod {preemptor.uid} on node {node_name}", "")
+        )
+        self._sched().pod_deleted(obj)
+
+    async def set_nominated_node(self, pod: PodInfo, node_name: str) -> None:
+        obj = self.pods.get(pod.uid)
+        if obj is not None:
+            status = msgspec.structs.replace(obj.status, nominated_node_name=node_name)
+            self.pods[pod.uid] = msgspec.structs.replace(obj, status=status)
+
+    def pdbs(self) -> Sequence[PodDisruptionBudget]:
+        return self._pdbs
+
+    def namespace_labels(self, namespace: str) -> Mapping[str, str] | None:
+        return None
+
+    # ---- reporting --------------------------------------------------------------------------------------
+
+    def scheduled(self, pod: PodInfo, node: str, scheduler_name: str) -> None:
+        note = f"Successfully assigned {pod.key} to {node}"
+        self.events.append(Event("Normal", "Scheduled", pod.key, note, scheduler_name))
+        self.conditions.pop(pod.key, None)
+
+    def failed(self, pod: PodInfo, scheduler_name: str, reason: str, message: str, nominated: str | None) -> None:
+        self.events.append(Event("Warning", "FailedScheduling", pod.key, message, scheduler_name))
+        self.conditions[pod.key] = (reason, message)
+        if nominated is not None:
+            obj = self.pods.get(pod.uid)
+            if obj is not None:
+                status = msgspec.structs.replace(obj.status, nominated_node_name=nominated)
+                self.pods[pod.uid] = msgspec.structs.replace(obj, status=status)
+
+    async def aclose(self) -> None:
+        return None
+
+    # ---- the run ----------------------------------------------------------------------------------------
+
+    def placements(self) -> list[Placement]:
+        """Each pod that was pending: where it is now, or the last reason it did not fit."""
+        sched = self._sched()
+        by_key = {f"{p.metadata.namespace}/{p.metadata.name}": p for p in self.pods.values()}
+        out = []
+        for key in self.pending:
+            pod = by_key.get(key)
+            if pod is not None and pod.spec.node_name:
+                out.append(Placement(key, pod.spec.node_name, None))
+                continue
+            placement = sched.placements.get(key)
+            if pod is None:
+                out.append(Placement(key, None, "preempted: deleted to make room for a higher-priority pod"))
+            elif pod.spec.scheduling_gates:
+                gates = " ".join(g.name for g in pod.spec.scheduling_gates)
+                out.append(Placement(key, None, f"waiting for scheduling gates: [{gates}]"))
+            elif placement is not None and placement.reason:
+                out.append(Placement(key, None, placement.reason))
+            elif sched.profile_for(pod) not in sched.built.profiles:
+                out.append(Placement(key, None, f"no profile for schedulerName {sched.profile_for(pod)!r}"))
+            else:
+                out.append(Placement(key, None, "not attempted"))
+        return out
+
+
+async def run_until_settled(scheduler: Scheduler, clock: ManualClock, max_cycles: int | None = None) -> int:
+    """Schedule until nothing more can happen; backoff waits are skipped by moving the clock. Returns cycles run."""
+    await scheduler.cache.synced.wait()
+    limit = max_cycles if max_cycles is not None else 50 * max(len(scheduler.queue), 1) + 1000
+    cycles = 0
+    while cycles < limit:
+        entry = scheduler.queue.pop()
+        if entry is not None:
+            cycles += 1
+            await scheduler.schedule_one(entry)
+            if cycles % 64 == 0:
+                await asyncio.sleep(0)  # let bindings run now and then, as between watch events
+            continue
+        if not scheduler.idle():
+            await asyncio.sleep(0)
+            continue
+        expiry = scheduler.queue.next_backoff_expiry()
+        if expiry is None:
+            break
+        clock.advance_to(expiry)
+    await scheduler.drain()
+    return cycles

@@ -1,0 +1,73 @@
+"""Prometheus metrics of one scheduler, named as kube-scheduler names them where they apply.
+
+A registry per scheduler object: no process-wide state.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+
+# kube-scheduler's buckets: exponential from 1 ms (attempt duration) and from 10 ms (SLI).
+_ATTEMPT_BUCKETS = tuple(0.001 * 2**i for i in range(15))
+_SLI_BUCKETS = tuple(0.01 * 2**i for i in range(20))
+
+
+class SchedulerMetrics:
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry()
+        self.attempts = Counter(
+            "scheduler_schedule_attempts",
+            "Number of attempts to schedule pods, by the result. 'unschedulable' means a pod could not be scheduled,"
+            " while 'error' means an internal scheduler problem.",
+            ["result", "profile"],
+            registry=self.registry,
+        )
+        self.attempt_duration = Histogram(
+            "scheduler_scheduling_attempt_duration_seconds",
+            "Scheduling attempt latency in seconds (scheduling algorithm + binding)",
+            ["result", "profile"],
+            buckets=_ATTEMPT_BUCKETS,
+            registry=self.registry,
+        )
+        self.pending = Gauge(
+            "scheduler_pending_pods",
+            "Number of pending pods, by the queue type. 'active' means number of pods in activeQ; 'backoff' means"
+            " number of pods in backoffQ; 'unschedulable' means number of pods in unschedulablePods;"
+            " 'gated' means number of pods gated by a PreEnqueue plugin.",
+            ["queue"],
+            registry=self.registry,
+        )
+        self.sli = Histogram(
+            "scheduler_pod_scheduling_sli_duration_seconds",
+            "E2e latency for a pod being scheduled, from the time the pod enters the scheduling queue until it is"
+            " bound, by the number of attempts.",
+            ["attempts"],
+            buckets=_SLI_BUCKETS,
+            registry=self.registry,
+        )
+        self.preemption_attempts = Counter(
+            "scheduler_preemption_attempts", "Total preemption attempts in the cluster till now", registry=self.registry
+        )
+        self.reloads = Counter(
+            "kubesched_scheduler_config_reloads",
+            "Configuration reloads while running, by result (applied or refused).",
+            ["result"],
+            registry=self.registry,
+        )
+        self.leader = Gauge(
+            "kubesched_scheduler_is_leader",
+            "1 while this replica holds the lease (or runs without election).",
+            registry=self.registry,
+        )
+        self._pending_source: Callable[[], Mapping[str, int]] = dict
+
+    def follow_queue(self, pending: Callable[[], Mapping[str, int]]) -> None:
+        """Where scheduler_pending_pods reads its values at scrape time."""
+        self._pending_source = pending
+
+    def render(self) -> bytes:
+        for queue, n in self._pending_source().items():
+            self.pending.labels(queue).set(n)
+        return generate_latest(self.registry)

@@ -1,0 +1,229 @@
+"""Running against a live cluster: watches, leader election, HTTP endpoints, reload, graceful shutdown.
+
+Watches (nodes, pods that are not finished, PodDisruptionBudgets, namespaces) start at once on every
+replica, so a standby's cache is warm; only the leader schedules. SIGTERM/SIGINT: stop taking pods,
+finish the bindings in flight, release the lease, exit 0. A lost lease exits 1 at once, as kube-scheduler.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import importlib.util
+import logging
+import signal
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import uvicorn
+
+from kubesched.api.core import Node, ObjectMeta, Pod
+from kubesched.api.policy import PodDisruptionBudget
+from kubesched.cluster.cache import ClusterCache
+from kubesched.cluster.kubeclient import Connection, KubeClient
+from kubesched.cluster.reflector import Handlers, Reflector
+from kubesched.cluster.source import ACTIVE_PODS
+from kubesched.framework.interfaces import Handle
+from kubesched.scheduler.api import APIBackend
+from kubesched.scheduler.config import ConfigError
+from kubesched.scheduler.leader import LeaderElector, LeadershipLost
+from kubesched.scheduler.pluginmanager import Built, Reloader, module_files
+from kubesched.scheduler.scheduler import Scheduler
+from kubesched.scheduler.server import SchedulerApp
+
+log = logging.getLogger("kubesched.scheduler")
+
+
+class _Namespace(msgspec.Struct):
+    metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
+
+
+def _key(meta: ObjectMeta) -> str:
+    return f"{meta.namespace}/{meta.name}"
+
+
+@dataclass
+class LiveOptions:
+    connection: Connection
+    build: Callable[[Callable[[str], Handle]], Built]
+    config_path: Path | None
+    host: str
+    port: int
+    reload_interval: float = 2.0
+    identity: str | None = None
+
+
+def reflectors(client: KubeClient, scheduler: Scheduler, backend: APIBackend) -> list[Reflector[Any]]:
+    """List+watch of what the scheduler reads; the cache counts as synced once nodes and pods are listed."""
+    done: set[str] = set()
+
+    def synced(kind: str) -> None:
+        done.add(kind)
+        if {"nodes", "pods"} <= done:
+            scheduler.cache.tracks_pods = True
+            scheduler.cache.synced.set()
+
+    def replace_pdbs(items: list[PodDisruptionBudget]) -> None:
+        backend.pdb_objects = {_key(p.metadata): p for p in items}
+
+    def replace_namespaces(items: list[_Namespace]) -> None:
+        backend.namespaces = {n.metadata.name: dict(n.metadata.labels or {}) for n in items}
+
+    def upsert_pdb(pdb: PodDisruptionBudget) -> None:
+        backend.pdb_objects[_key(pdb.metadata)] = pdb
+
+    def delete_pdb(pdb: PodDisruptionBudget) -> None:
+        backend.pdb_objects.pop(_key(pdb.metadata), None)
+
+    def upsert_namespace(ns: _Namespace) -> None:
+        backend.namespaces[ns.metadata.name] = dict(ns.metadata.labels or {})
+
+    def delete_namespace(ns: _Namespace) -> None:
+        backend.namespaces.pop(ns.metadata.name, None)
+
+    return [
+        Reflector(
+            client,
+            "/api/v1/nodes",
+            Node,
+            Handlers(
+                scheduler.nodes_replaced, scheduler.node_upserted, scheduler.node_deleted, lambda: synced("nodes")
+            ),
+        ),
+        Reflector(
+            client,
+            "/api/v1/pods",
+            Pod,
+            Handlers(scheduler.pods_replaced, scheduler.pod_upserted, scheduler.pod_deleted, lambda: synced("pods")),
+            field_selector=ACTIVE_PODS,
+        ),
+        Reflector(
+            client,
+            "/apis/policy/v1/poddisruptionbudgets",
+            PodDisruptionBudget,
+            Handlers(replace_pdbs, upsert_pdb, delete_pdb),
+        ),
+        Reflector(
+            client,
+            "/api/v1/namespaces",
+            _Namespace,
+            Handlers(replace_namespaces, upsert_namespace, delete_namespace),
+        ),
+    ]
+
+
+class _Server(uvicorn.Server):
+    def install_signal_handlers(self) -> None:  # we own the signals
+        return None
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Any:
+        yield
+
+
+def _without_sniffio_lookups() -> None:
+    """httpcore imports sniffio on every request; when it is not installed, each failed import searches
+    sys.path again (a third of the CPU in a profile). A None entry makes the failure immediate."""
+    if importlib.util.find_spec("sniffio") is None:
+        sys.modules.setdefault("sniffio", None)  # type: ignore[arg-type]
+
+
+async def serve(options: LiveOptions) -> int:
+    """Run until SIGTERM/SIGINT (0) or a lost lease (1)."""
+    _without_sniffio_lookups()
+    client = KubeClient(options.connection)
+    cache = ClusterCache()
+    first = options.build(Handle)  # only to read client settings; the scheduler builds its own
+    backend = APIBackend(client, qps=first.config.qps, burst=first.config.burst)
+    scheduler = Scheduler(cache, backend, options.build)
+    config = scheduler.built.config
+    app = SchedulerApp(scheduler.metrics, lambda: cache.synced.is_set())
+    server = _Server(
+        uvicorn.Config(app, host=options.host, port=options.port, lifespan="off", access_log=False, log_config=None)
+    )
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    background = [asyncio.create_task(r.run()) for r in reflectors(client, scheduler, backend)]
+    background.append(asyncio.create_task(server.serve()))
+    if options.config_path is not None:
+
+        def apply(built: Built) -> None:
+            scheduler.apply(built)
+            scheduler.metrics.reloads.labels("applied").inc()
+
+        def build() -> Built:
+            try:
+                return options.build(scheduler.make_handle)
+            except ConfigError:
+                scheduler.metrics.reloads.labels("refused").inc()
+                raise
+
+        reloader = Reloader(
+            options.config_path,
+            build,
+            apply,
+            lambda: module_files(scheduler.built.config.plugin_modules),
+            options.reload_interval,
+        )
+        background.append(asyncio.create_task(reloader.run()))
+    elector = (
+        LeaderElector(client, config.leader_election, options.identity) if config.leader_election.leader_elect else None
+    )
+    log.info(
+        "scheduler for %s on %s; health and metrics on http://%s:%d",
+        ", ".join(scheduler.built.profiles),
+        options.connection.server,
+        options.host,
+        options.port,
+    )
+    code = 0
+    stopping = asyncio.create_task(stop.wait())
+    try:
+        if elector is not None:
+            acquiring = asyncio.create_task(elector.acquire())
+            await asyncio.wait({acquiring, stopping}, return_when=asyncio.FIRST_COMPLETED)
+            if not acquiring.done():
+                acquiring.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await acquiring
+        if not stop.is_set():
+            work = [asyncio.create_task(scheduler.run())]
+            if elector is not None:
+                work.append(asyncio.create_task(elector.keep()))
+            done, _ = await asyncio.wait({*work, stopping}, return_when=asyncio.FIRST_COMPLETED)
+            for task in done:
+                if task is not stopping and task.exception() is not None:
+                    err = task.exception()
+                    if isinstance(err, LeadershipLost):
+                        log.error("leader election lost: %s", err)
+                    else:
+                        log.error("scheduler failed: %r", err)
+                    code = 1
+            scheduler.stop()
+            for task in work:
+                if not task.done():
+                    task.cancel()
+                with contextlib.suppress(asyncio.CancelledError, LeadershipLost, Exception):
+                    await task
+        log.info("shutting down: finishing bindings in flight")
+        if code == 0:
+            await scheduler.drain()
+            if elector is not None:
+                await elector.release()
+        await backend.aclose()
+    finally:
+        stopping.cancel()
+        server.should_exit = True
+        for task in background:
+            task.cancel()
+        for task in background:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        await client.aclose()
+    return code

@@ -1,0 +1,407 @@
+"""The scheduler: cluster events in, one pod per cycle out, bindings off the scheduling path.
+
+    cluster source ──events──> Scheduler.node_* / pod_*  ──> ClusterCache + SchedulingQueue
+                                                              │
+    run(): pop ─> Cycle (filter, score, assume, reserve, permit) ─> Binder task (bind, post-bind)
+                   └─ failure: requeue, report (condition + event), preemption's evictions in the background
+
+The watch of the API server and the in-memory cluster of `--cluster FILE` call the same event
+methods. Nothing is decided before the cache's first sync. A configuration reload swaps the
+profiles between two cycles.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import random
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from kubesched.api.core import Node, Pod
+from kubesched.cluster.cache import ClusterCache
+from kubesched.config.extender import DEFAULT_SCHEDULER_NAME
+from kubesched.core.podinfo import PodInfo, compile_pod
+from kubesched.framework.interfaces import Handle
+from kubesched.framework.status import SUCCESS, Status
+from kubesched.scheduler import queue as q
+from kubesched.scheduler.backend import SCHEDULER_ERROR, UNSCHEDULABLE, Backend
+from kubesched.scheduler.binding import Binder, WaitingPods
+from kubesched.scheduler.cycle import EXTENDER, Cycle, Nominator, Outcome, unreserve
+from kubesched.scheduler.extenders import ExtenderSet, preempt_hook
+from kubesched.scheduler.metrics import SchedulerMetrics
+from kubesched.scheduler.pluginmanager import Built, Profile
+
+log = logging.getLogger("kubesched.scheduler")
+_TERMINAL = ("Succeeded", "Failed")
+_NODE_EVENTS = frozenset({q.NODE_ADD, q.NODE_UPDATE})
+_POD_EVENTS = frozenset({q.POD_ADD, q.POD_UPDATE, q.POD_DELETE})
+# The cluster events that can make a pod a plugin rejected schedulable (kube-scheduler's EventsToRegister,
+# coarsened); a plugin class may declare its own `events`. Unknown plugins: every event.
+PLUGIN_EVENTS: dict[str, frozenset[str]] = {
+    "NodeUnschedulable": _NODE_EVENTS,
+    "NodeName": frozenset({q.NODE_ADD}),
+    "TaintToleration": _NODE_EVENTS,
+    "NodeAffinity": _NODE_EVENTS,
+    "NodePorts": frozenset({q.NODE_ADD, q.POD_DELETE}),
+    "NodeResourcesFit": frozenset({q.NODE_ADD, q.NODE_UPDATE, q.POD_DELETE}),
+    "PodTopologySpread": _NODE_EVENTS | _POD_EVENTS,
+    "InterPodAffinity": _NODE_EVENTS | _POD_EVENTS,
+}
+ALL_EVENTS = _NODE_EVENTS | _POD_EVENTS
+
+
+@dataclass
+class Placement:
+    """Where a pod went, or why it did not (the embedded default prints these)."""
+
+    pod: str
+    node: str | None = None
+    reason: str | None = None
+
+
+class Scheduler:
+    """One scheduler over one cache, with the profiles of one configuration (swappable).
+
+    ``build`` turns a handle factory into a configuration (`pluginmanager.build_from_file`, `build_default`);
+    it may raise ConfigError. `apply` swaps in a later one built with `make_handle`.
+    """
+
+    def __init__(
+        self,
+        cache: ClusterCache,
+        backend: Backend,
+        build: Callable[[Callable[[str], Handle]], Built],
+        *,
+        clock: q.Clock | None = None,
+        rng: random.Random | None = None,
+        metrics: SchedulerMetrics | None = None,
+        bind_concurrency: int = 256,
+    ) -> None:
+        self.cache = cache
+        self.backend = backend
+        self.metrics = metrics or SchedulerMetrics()
+        self.waiting = WaitingPods()
+        self.nominator = Nominator()
+        # Plugins get their handle while the configuration is built: hence a builder, not a Built.
+        self.built = built = build(self.make_handle)
+        self.extenders = ExtenderSet(built.config.extenders)
+        self._wakeup = asyncio.Event()
+        self.queue = q.SchedulingQueue(
+            clock=clock,
+            pre_enqueue=self._pre_enqueue,
+            interested=self._interested,
+            initial_backoff=built.config.pod_initial_backoff_seconds,
+            max_backoff=built.config.pod_max_backoff_seconds,
+            notify=self._wakeup.set,
+        )
+        self.queue.sort_key = self._sort_key(built)
+        self.cycle = Cycle(
+            cache,
+            extenders=self.extenders,
+            nominator=self.nominator,
+            percentage_of_nodes_to_score=built.config.percentage_of_nodes_to_score,
+            rng=rng,
+        )
+        self.binder = Binder(backend, lambda: self.extenders, self.waiting, self._bound, bind_concurrency)
+        self.metrics.follow_queue(self.queue.pending)
+        self.placements: dict[str, Placement] = {}  # by pod key, for the embedded default's report
+        self._foreign: dict[str, Pod] = {}  # pending pods of other schedulers, kept for a reload
+        self._background: set[asyncio.Task[Any]] = set()
+        self._binding: dict[str, q.QueuedPod] = {}  # pods in their binding cycle
+        self._stopping = False
+        self.scheduling = asyncio.Event()  # set while the loop runs (the leader, once synced)
+
+    # ---- profiles ---------------------------------------------------------------------------------------
+
+    def make_handle(self, scheduler_name: str) -> Handle:
+        """The handle a profile's plugins get: the cluster, and the services the scheduler offers."""
+        services: dict[str, Any] = {
+            "preempt_extenders": preempt_hook(lambda: self.extenders, lambda: self.cache.table),
+            "waiting_pods": self.waiting,
+            "nominator": self.nominator,
+        }
+        return Handle(scheduler_name=scheduler_name, cluster=self.backend, services=services)
+
+    def profile_for(self, pod: Pod) -> str:
+        return pod.spec.scheduler_name or DEFAULT_SCHEDULER_NAME
+
+    def apply(self, built: Built) -> None:
+        """Swap in a new configuration between two cycles (its handles must come from `make_handle`)."""
+        old = self.built
+        self.built = built
+        if built.config.extenders != old.config.extenders:
+            stale = self.extenders
+            self.extenders = ExtenderSet(built.config.extenders)
+            self.cycle.extenders = self.extenders
+            self._spawn(stale.aclose())
+        self.cycle.percentage = built.config.percentage_of_nodes_to_score
+        self.queue.initial_backoff = built.config.pod_initial_backoff_seconds
+        self.queue.max_backoff = built.config.pod_max_backoff_seconds
+        self.queue.resort(self._sort_key(built))
+        for entry in self.queue.entries():
+            if entry.profile not in built.profiles:
+                self.queue.delete(entry.info.uid)
+                self._foreign[entry.info.uid] = entry.info.pod
+        for uid, pod in list(self._foreign.items()):
+            if self.profile_for(pod) in built.profiles:
+                del self._foreign[uid]
+                self.queue.add(compile_pod(pod), self.profile_for(pod))
+        self.queue.recheck_gates()
+        for key in ("leader_election", "kubeconfig", "qps", "burst"):
+            if getattr(built.config, key) != getattr(old.config, key):
+                log.warning("configuration: a change of %s takes effect only after a restart", key)
+        log.info("profiles now: %s", ", ".join(built.profiles))
+
+    def _sort_key(self, built: Built) -> q.SortKey:
+        for profile in built.profiles.values():
+            if profile.framework.queue_sort:
+                return profile.framework.queue_sort[0].sort_key
+        return q.priority_then_arrival
+
+    def _pre_enqueue(self, entry: q.QueuedPod) -> Status:
+        profile = self.built.profiles.get(entry.profile)
+        for plugin in profile.framework.pre_enqueue if profile else ():
+            status = plugin.pre_enqueue(entry.info).with_plugin(plugin.name)
+            if not status.ok:
+                return status
+        return SUCCESS
+
+    def _interested(self, entry: q.QueuedPod, event: str) -> bool:
+        if not entry.unschedulable_plugins or EXTENDER in entry.unschedulable_plugins:
+            return True
+        registry = self.built.registry
+        for name in entry.unschedulable_plugins:
+            cls = registry.get(name)
+            events = getattr(cls, "events", None) or PLUGIN_EVENTS.get(name, ALL_EVENTS)
+            if event in events:
+                return True
+        return False
+
+    # ---- cluster events (the watch and the in-memory cluster call these) ----------------------------
+
+    def node_upserted(self, node: Node) -> None:
+        row = self.cache.table.index.get(node.metadata.name)
+        old = self.cache.table.nodes[row] if row is not None else None
+        self.cache.upsert_node(node)
+        if old is None:
+            self.queue.on_event(q.NODE_ADD)
+        elif (old.metadata.labels, old.spec, old.status.allocatable) != (
+            node.metadata.labels,
+            node.spec,
+            node.status.allocatable,
+        ):
+            self.queue.on_event(q.NODE_UPDATE)
+
+    def node_deleted(self, node: Node) -> None:
+        self.cache.delete_node(node.metadata.name)
+
+    def nodes_replaced(self, nodes: list[Node]) -> None:
+        self.cache.replace_nodes(nodes)
+        self.queue.on_event(q.NODE_ADD)
+
+    def pod_upserted(self, pod: Pod) -> None:
+        uid = pod.metadata.uid
+        if pod.spec.node_name or pod.status.phase in _TERMINAL:
+            was = self.cache.pod_node(uid)
+            self.cache.upsert_pod(pod)
+            self._forget_pending(uid)
+            if pod.status.phase in _TERMINAL:
+                if was is not None:
+                    self.queue.on_event(q.POD_DELETE)
+            elif was is None:
+                self.queue.on_event(q.POD_ADD)
+            return
+        if self.cache.is_assumed(uid):
+            return  # ours, its binding is in flight
+        if pod.metadata.deletion_timestamp:
+            self._forget_pending(uid)
+            return
+        name = self.profile_for(pod)
+        if name not in self.built.profiles:
+            self._foreign[uid] = pod
+            self.queue.delete(uid)
+            return
+        entry = self.queue.get(uid)
+        if entry is not None and not _changed(entry.info.pod, pod):
+            return  # only the status moved (our own condition patch, for one)
+        self.queue.add(compile_pod(pod), name)
+        self.placements.setdefault(_key(pod), Placement(_key(pod)))
+
+    def pod_deleted(self, pod: Pod) -> None:
+        uid = pod.metadata.uid
+        was = self.cache.pod_node(uid)
+        self.cache.delete_pod(uid)
+        self._forget_pending(uid)
+        waiting = self.waiting.get(uid)
+        if waiting is not None:
+            waiting.reject("", "pod deleted")
+        if was is not None:
+            self.queue.on_event(q.POD_DELETE)
+
+    def pods_replaced(self, pods: list[Pod]) -> None:
+        """After a (re)list: the cache holds exactly these; queued pods that vanished are dropped."""
+        self.cache.replace_pods(pods)
+        seen = set()
+        for pod in pods:
+            seen.add(pod.metadata.uid)
+            if not pod.spec.node_name:
+                self.pod_upserted(pod)
+        for entry in self.queue.entries():
+            if entry.info.uid not in seen:
+                self.queue.delete(entry.info.uid)
+        self._foreign = {u: p for u, p in self._foreign.items() if u in seen}
+        self.queue.on_event(q.POD_DELETE)
+
+    def _forget_pending(self, uid: str) -> None:
+        self.queue.delete(uid)
+        self._binding.pop(uid, None)
+        self.nominator.remove(uid)
+        self._foreign.pop(uid, None)
+
+    # ---- the loop ---------------------------------------------------------------------------------------
+
+    async def run(self) -> None:
+        """Schedule until `stop`; decisions start only after the cache's first sync."""
+        await self.cache.synced.wait()
+        self.scheduling.set()
+        self.metrics.leader.set(1)
+        try:
+            while not self._stopping:
+                entry = self.queue.pop()
+                if entry is None:
+                    await self._idle()
+                    continue
+                await self.schedule_one(entry)
+                # Let watch events and bindings in between two cycles.
+                await asyncio.sleep(0)
+        finally:
+            self.scheduling.clear()
+            self.metrics.leader.set(0)
+
+    async def _idle(self) -> None:
+        self._wakeup.clear()
+        expiry = self.queue.next_backoff_expiry()
+        timeout = 1.0 if expiry is None else min(1.0, max(0.0, expiry - self.queue.clock.now()))
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._wakeup.wait(), timeout)
+
+    def stop(self) -> None:
+        self._stopping = True
+        self._wakeup.set()
+
+    def idle(self) -> bool:
+        """Nothing left to try now: no active pod, nothing binding, nothing evicting."""
+        pending = self.queue.pending()
+        return not pending[q.ACTIVE] and not len(self.binder) and not self._background
+
+    async def drain(self) -> None:
+        """Graceful shutdown: finish bindings and evictions in flight."""
+        await self.binder.drain()
+        while self._background:
+            await asyncio.gather(*list(self._background), return_exceptions=True)
+        await self.extenders.aclose()
+
+    async def schedule_one(self, entry: q.QueuedPod) -> None:
+        pod = entry.info
+        profile = self.built.profiles.get(entry.profile)
+        if profile is None:
+            self.queue.delete(pod.uid)
+            return
+        started = time.perf_counter()
+        out = await self.cycle.run(profile, pod)
+        if out.node is not None:
+            self.queue.done(pod.uid)
+            out.state["#queued"] = entry  # the binding's completion reports the e2e latency
+            out.state["#started"] = started
+            self._binding[pod.uid] = entry
+            self.binder.start(profile, out)
+            return
+        result = "error" if out.error else "unschedulable"
+        self.metrics.attempts.labels(result, profile.name).inc()
+        self.metrics.attempt_duration.labels(result, profile.name).observe(time.perf_counter() - started)
+        self._failed(profile, entry, out)
+
+    def _failed(self, profile: Profile, entry: q.QueuedPod, out: Outcome) -> None:
+        pod = out.pod
+        previous = self.nominator.node_of(pod.uid) or pod.pod.status.nominated_node_name
+        nominated: str | None = None
+        if out.nominated:
+            nominated = out.nominated
+            self.nominator.add(pod, out.nominated)
+            self.metrics.preemption_attempts.inc()
+            evict = getattr(out.post_filter, "evict", None)
+            if evict is not None:
+                self._spawn(self._evict(evict, out.state, pod, out.nominated))
+        elif previous:
+            nominated = ""  # as kube-scheduler: a failed attempt without a new nomination clears it
+            self.nominator.remove(pod.uid)
+        self.queue.requeue(entry, plugins=out.plugins, error=out.error)
+        reason = SCHEDULER_ERROR if out.error else UNSCHEDULABLE
+        log.debug("pod %s unschedulable: %s", pod.key, out.message)
+        self.placements[pod.key] = Placement(pod.key, None, out.message)
+        self.backend.failed(pod, profile.name, reason, out.message, nominated)
+
+    async def _evict(self, evict: Callable[[Any, PodInfo], Any], state: Any, pod: PodInfo, node: str) -> None:
+        """Preemption's evictions, off the scheduling path; then the preemptor may be tried again."""
+        status = await evict(state, pod)
+        if isinstance(status, Status) and not status.ok:
+            log.warning("preempting for %s on %s failed: %s", pod.key, node, status.message)
+        self.queue.recheck_gates()
+
+    def _bound(self, out: Outcome, status: Status, _seconds: float) -> None:
+        pod, node = out.pod, out.node or ""
+        entry: q.QueuedPod = out.state["#queued"]
+        still_pending = self._binding.pop(pod.uid, None) is not None
+        profile = self.built.profiles.get(entry.profile)
+        name = profile.name if profile else entry.profile
+        elapsed = time.perf_counter() - out.state["#started"]
+        if status.ok:
+            self.metrics.attempts.labels("scheduled", name).inc()
+            self.metrics.attempt_duration.labels("scheduled", name).observe(elapsed)
+            self.metrics.sli.labels(str(min(entry.attempts, 15))).observe(
+                self.queue.clock.now() - entry.first_queued_at
+            )
+            self.placements[pod.key] = Placement(pod.key, node, None)
+            self.backend.scheduled(pod, node, name)
+            return
+        self.metrics.attempts.labels("error", name).inc()
+        self.metrics.attempt_duration.labels("error", name).observe(elapsed)
+        if profile is not None:
+            unreserve(profile.framework, out.state, pod, node)
+        self.cache.forget(pod.uid)
+        log.warning("binding %s to %s failed: %s", pod.key, node, status.message)
+        rejected = status.rejected  # a Permit rejection is a rejection, anything else an error
+        self.placements[pod.key] = Placement(pod.key, None, status.message)
+        if still_pending and self.cache.pod_node(pod.uid) is None:
+            # Back into the queue, unless the watch saw it bound or deleted meanwhile.
+            self.queue.add_failed(entry, plugins=frozenset({status.plugin}), error=not rejected)
+        self.backend.failed(pod, name, UNSCHEDULABLE if rejected else SCHEDULER_ERROR, status.message, None)
+
+    def _spawn(self, coro: Any) -> None:
+        task = asyncio.get_running_loop().create_task(coro)
+        self._background.add(task)
+
+        def done(t: asyncio.Task[Any]) -> None:
+            self._background.discard(t)
+            if not t.cancelled() and t.exception() is not None:
+                log.warning("background task failed: %s", t.exception())
+
+        task.add_done_callback(done)
+
+
+def _key(pod: Pod) -> str:
+    return f"{pod.metadata.namespace}/{pod.metadata.name}"
+
+
+def _changed(old: Pod, new: Pod) -> bool:
+    """Whether a pending pod changed in a way that may change its scheduling (not just its status)."""
+    return (
+        old.spec != new.spec
+        or old.metadata.labels != new.metadata.labels
+        or old.metadata.annotations != new.metadata.annotations
+        or old.metadata.deletion_timestamp != new.metadata.deletion_timestamp
+    )

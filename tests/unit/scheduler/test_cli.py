@@ -1,0 +1,109 @@
+"""`kubesched scheduler run --cluster` (the embedded default) and `kubesched plugins list`, bad input included."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from kubesched.cli.main import main
+
+EXAMPLE = Path(__file__).parents[3] / "examples" / "cluster.yaml"
+CONFIG = Path(__file__).parents[3] / "examples" / "scheduler-config.yaml"
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_the_example_cluster_is_scheduled_and_explained_as_json(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "scheduler", "run", "--cluster", str(EXAMPLE), "-o", "json")
+    assert code == 0
+    placed = {p["pod"]: p for p in json.loads(out)}
+    assert set(placed["shop/web-0"]) == {"pod", "node", "reason"}
+    assert placed["shop/db-0"]["node"] == "node-a"  # nodeSelector disktype=ssd
+    assert placed["ml/trainer-0"]["node"] == "node-c"  # tolerates the gpu taint
+    assert placed["ops/critical-0"]["node"] == "node-b"  # after preempting jobs/batch-0
+    huge = placed["ml/huge-0"]
+    assert huge["node"] is None and huge["reason"].startswith("0/4 nodes are available: ")
+    assert all((p["node"] is None) == (p["reason"] is not None) for p in placed.values())
+
+
+def test_text_output_says_where_and_why(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "scheduler", "run", "--cluster", str(EXAMPLE))
+    assert code == 0
+    assert "shop/db-0       -> node-a" in out
+    assert "ml/huge-0       not scheduled: 0/4 nodes are available:" in out
+    assert "jobs/batch-0 preempted" in out
+    assert out.rstrip().endswith("5/7 pending pod(s) scheduled")
+
+
+def test_the_example_configuration_is_valid(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(capsys, "scheduler", "run", "--cluster", str(EXAMPLE), "--config", str(CONFIG), "-o", "json")
+    assert code == 0, err
+    assert any(p["node"] for p in json.loads(out))
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--cluster", "/no/such/file.yaml"], "cannot read"),
+        (["--cluster", "{cluster}", "--kubeconfig", "x"], "--cluster schedules in memory"),
+        (["--cluster", "{cluster}", "--config", "/no/such.yaml"], "--config: no such file"),
+        (["--cluster", "{cluster}", "--config", "{bad}"], "profiles[0].plugins.filter.enabled[0].name: unknown plugin"),
+        (["--cluster", "{cluster}", "--config", "{bad}"], "percentageOfNodesToScore: not in range [0-100]"),
+        (["--cluster", "{bad_cluster}"], "unsupported kind 'Deployment'"),
+        (["--reload-interval", "0"], "--reload-interval: must be positive"),
+    ],
+)
+def test_bad_input_ends_with_a_message_and_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str], message: str
+) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "kubescheduler.config.k8s.io/v1",
+                "kind": "KubeSchedulerConfiguration",
+                "percentageOfNodesToScore": 300,
+                "profiles": [{"schedulerName": "x", "plugins": {"filter": {"enabled": [{"name": "Nope"}]}}}],
+            }
+        )
+    )
+    bad_cluster = tmp_path / "cluster.yaml"
+    bad_cluster.write_text("kind: Deployment\nmetadata: {name: d}\n")
+    subst = {"{cluster}": str(EXAMPLE), "{bad}": str(bad), "{bad_cluster}": str(bad_cluster)}
+    code, out, err = run(capsys, "scheduler", "run", *[subst.get(a, a) for a in argv])
+    assert code == 2 and out == ""
+    assert err.startswith("kubesched: error: ") and message in err
+    assert "Traceback" not in err
+
+
+def test_plugins_list_shows_points_and_sources(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    plugin = tmp_path / "mine.py"
+    plugin.write_text(
+        "from typing import ClassVar\nfrom kubesched.framework.interfaces import FilterPlugin\n"
+        "class Mine(FilterPlugin):\n    name: ClassVar[str] = 'Mine'\n"
+    )
+    config = tmp_path / "c.yaml"
+    config.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "kubescheduler.config.k8s.io/v1",
+                "kind": "KubeSchedulerConfiguration",
+                "pluginModules": ["mine.py:Mine"],
+            }
+        )
+    )
+    code, out, _ = run(capsys, "plugins", "list", "--config", str(config), "-o", "json")
+    assert code == 0
+    rows = {r["name"]: r for r in json.loads(out)["plugins"]}
+    assert rows["Mine"]["source"] == f"module {tmp_path}/mine.py:Mine" and rows["Mine"]["extensionPoints"] == ["filter"]
+    assert rows["DefaultPreemption"]["extensionPoints"] == ["preEnqueue", "postFilter"]
+    assert rows["PrioritySort"]["source"] == "built-in"
+    code, out, _ = run(capsys, "plugins", "list")
+    assert code == 0 and out.splitlines()[0].split() == ["NAME", "EXTENSION", "POINTS", "SOURCE"]
