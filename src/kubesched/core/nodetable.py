@@ -91,6 +91,7 @@ class NodeTable:
         self.static_generation = 0
         self.derived: dict[object, Any] = {}
         self._free_cols: dict[str, tuple[int, IntColumn]] = {}
+        self._affinity_pods: dict[str, tuple[int, PodInfo]] = {}
         self._names_gen = 0
         self._name_array: npt.NDArray[np.object_] | None = None
         self._name_array_gen = -1
@@ -229,6 +230,8 @@ class NodeTable:
         node = self.nodes[row]
         self.nodes[row] = None
         self._alive[row] = False
+        for uid in self._pods[row]:
+            self._affinity_pods.pop(uid, None)
         self._pods[row] = {}
         self._free.append(row)
         if node is not None and node.spec.taints:
@@ -258,14 +261,22 @@ class NodeTable:
             self._account(row, pods[pod.uid], -1)
         pods[pod.uid] = pod
         self._account(row, pod, +1)
+        if pod.has_pod_affinity:
+            self._affinity_pods[pod.uid] = (row, pod)
         self.generation += 1
 
     def remove_pod(self, row: int, uid: str) -> PodInfo | None:
         pod = self._pods[row].pop(uid, None)
         if pod is not None:
             self._account(row, pod, -1)
+            self._affinity_pods.pop(uid, None)
             self.generation += 1
         return pod
+
+    def pods_with_affinity(self) -> list[tuple[int, PodInfo]]:
+        """(row, pod) for the pods that set pod affinity or anti-affinity (kept as pods come and go,
+        as kube-scheduler's cache keeps its PodsWithAffinity list, so no cycle walks every pod)."""
+        return list(self._affinity_pods.values())
 
     def _account(self, row: int, pod: PodInfo, sign: int) -> None:
         for key, col in self._requested.items():

@@ -71,6 +71,12 @@ class PodInfo:
     def _containers(self) -> list[Container]:
         return list(self.pod.spec.init_containers or ()) + list(self.pod.spec.containers or ())
 
+    @cached_property
+    def has_pod_affinity(self) -> bool:
+        """The pod sets podAffinity or podAntiAffinity (kube-scheduler's PodsWithAffinity)."""
+        affinity = self.pod.spec.affinity
+        return affinity is not None and (affinity.pod_affinity is not None or affinity.pod_anti_affinity is not None)
+
     @property
     def requests_nothing(self) -> bool:
         return not any(self.requests.values())

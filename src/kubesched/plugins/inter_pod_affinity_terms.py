@@ -131,8 +131,7 @@ def pod_terms(pod: PodInfo) -> PodTerms:
 
 def has_pod_affinity(pod: PodInfo) -> bool:
     """PodsWithAffinity membership: the pod sets podAffinity or podAntiAffinity."""
-    affinity = pod.pod.spec.affinity
-    return affinity is not None and (affinity.pod_affinity is not None or affinity.pod_anti_affinity is not None)
+    return pod.has_pod_affinity
 
 
 def node_labels(table: NodeTable, row: int) -> Mapping[str, str]:
@@ -140,19 +139,8 @@ def node_labels(table: NodeTable, row: int) -> Mapping[str, str]:
 
 
 def pods_with_affinity(table: NodeTable) -> list[tuple[int, PodInfo]]:
-    """(row, pod) for every pod with pod (anti-)affinity.
-
-    This walks every pod of the table: kube-scheduler keeps this list per node in its cache, the
-    NodeTable does not (yet), so it costs one pass over the pods (callers share it within a cycle).
-    """
-    out = []
-    pods_on = table.pods_on
-    for row in table.rows().tolist():
-        for p in pods_on(row).values():
-            affinity = p.pod.spec.affinity  # inlined has_pod_affinity: this loop is hot
-            if affinity is not None and (affinity.pod_affinity is not None or affinity.pod_anti_affinity is not None):
-                out.append((row, p))
-    return out
+    """(row, pod) for every pod with pod (anti-)affinity, from the table's index."""
+    return table.pods_with_affinity()
 
 
 def bump(counts: Counts, labels: Mapping[str, str], key: str, delta: int) -> None:
