@@ -163,24 +163,25 @@ class ExtenderService:
         quoted = cand.quoted
         failed: list[tuple[bytes, list[bytes]]] = []
         unresolvable: list[tuple[bytes, list[bytes]]] = []
-
-        def group(status: Status, rows: Rows) -> None:
-            hard = status.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE
-            (unresolvable if hard else failed).append((self._message(status.message), quoted[rows].tolist()))
-
         diagnosis = outcome.diagnosis
+        groups: list[tuple[Status, Rows]] = []
         if diagnosis.pre_filter is not None:
-            group(diagnosis.pre_filter, cand.rows)
+            groups.append((diagnosis.pre_filter, cand.rows))
         for rej in diagnosis.rejections:
-            for code, status in enumerate(rej.statuses, start=1):
-                group(status, rej.rows if len(rej.statuses) == 1 else rej.rows[rej.codes == code])
+            if len(rej.statuses) == 1:
+                groups.append((rej.statuses[0], rej.rows))
+            else:
+                groups.extend((status, rej.rows[rej.codes == code]) for code, status in enumerate(rej.statuses, 1))
         feasible = outcome.feasible
         if diagnosis.absent is not None:
             decided = np.zeros(cand.table.size, dtype=np.bool_)
             decided[feasible] = True
             for rej in diagnosis.rejections:
                 decided[rej.rows] = True
-            group(diagnosis.absent, cand.rows[~decided[cand.rows]])
+            groups.append((diagnosis.absent, cand.rows[~decided[cand.rows]]))
+        for status, rows in groups:
+            target = unresolvable if status.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE else failed
+            target.append((self._message(status.message), quoted[rows].tolist()))
         if cand.raw is None:
             return filter_reply(quoted[feasible].tolist(), None, failed, unresolvable)
         return filter_reply(None, [cand.raw[r] for r in feasible.tolist()], failed, unresolvable)
@@ -195,9 +196,9 @@ class ExtenderService:
             # kube-scheduler ignores prioritize failures; the best we can do is say why in the log.
             log.warning("prioritize failed for %s: %s", pod.key, err)
             raise BadRequest(f"prioritize failed: {err}") from None
-        # Plugin totals are 0..100 per unit of weight; the extender protocol scores 0..10.
+        # Plugin totals are 0..100 per unit of weight (the framework checks every plugin's scores), so
+        # this integer division lands in the protocol's 0..10 without clipping.
         scores = totals // (10 * weights) if weights else np.zeros(len(nodes), dtype=np.int64)
-        scores = np.clip(scores, wire.MIN_EXTENDER_PRIORITY, wire.MAX_EXTENDER_PRIORITY)
         return priorities_reply(cand.quoted[cand.rows].tolist(), scores)
 
     async def bind(self, body: bytes) -> bytes:

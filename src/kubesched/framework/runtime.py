@@ -169,10 +169,10 @@ class Framework:
         rows: Rows,
         diagnosis: Diagnosis,
     ) -> Rows:
-        active = tuple(p for p in stage if p.name not in state.skip_filter)
+        active = stage if not state.skip_filter else tuple([p for p in stage if p.name not in state.skip_filter])
         if not active:
             return rows
-        key = (self, active, tuple(p.shape(pod) for p in active))
+        key = (self, active, tuple([p.shape(pod) for p in active]))
         cached = table.derived.get(key)
         if cached is None:
             cached = self._static_verdicts(active, state, pod, table)
