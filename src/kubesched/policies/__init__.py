@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
-import sys
 from collections.abc import Callable
-from pathlib import Path
 
+from kubesched.framework.loader import LoadError, load_object
 from kubesched.framework.policy import Policy
 from kubesched.framework.registry import Registry
 from kubesched.plugins import in_tree
@@ -41,35 +38,16 @@ def load(spec: str) -> Policy:
     factories = builtin()
     if spec in factories:
         return factories[spec]()
-    target, _, attr = spec.partition(":")
-    attr = attr or "policy"
-    if target.endswith(".py"):
-        path = Path(target)
-        if not path.is_file():
-            raise PolicyError(f"{spec}: no such file {path}")
-        mod_name = f"kubesched_user_policy_{abs(hash(str(path.resolve())))}"
-        loader_spec = importlib.util.spec_from_file_location(mod_name, path)
-        if loader_spec is None or loader_spec.loader is None:
-            raise PolicyError(f"{spec}: cannot load {path} as a Python module")
-        module = importlib.util.module_from_spec(loader_spec)
-        sys.modules[mod_name] = module
-        try:
-            loader_spec.loader.exec_module(module)
-        except Exception as err:
-            raise PolicyError(f"{spec}: importing {path} failed: {type(err).__name__}: {err}") from err
-    elif ":" in spec or "." in target:
-        try:
-            module = importlib.import_module(target)
-        except ImportError as err:
-            raise PolicyError(f"{spec}: cannot import {target}: {err}") from err
-    else:
+    target = spec.rpartition(":")[0] or spec
+    if not (target.endswith(".py") or "." in target):
         raise PolicyError(
             f"unknown policy {spec!r}: built-in policies are {', '.join(sorted(factories))}; "
             "or give path/to/policy.py or package.module:attr"
         )
-    if not hasattr(module, attr):
-        raise PolicyError(f"{spec}: {target} has no attribute {attr!r}")
-    return _from_object(getattr(module, attr), spec)
+    try:
+        return _from_object(load_object(spec, default_attr="policy"), spec)
+    except LoadError as err:
+        raise PolicyError(str(err)) from None
 
 
 def registry_for(policy: Policy) -> Registry:

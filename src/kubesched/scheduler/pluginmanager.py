@@ -12,7 +12,6 @@ default in place, else appended); then per extension point, that point's `disabl
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import importlib
 import importlib.metadata
 import importlib.util
@@ -25,6 +24,7 @@ from typing import Any, Generic, TypeVar
 from kubesched.config.errors import FieldError, child, index
 from kubesched.framework import interfaces as fw
 from kubesched.framework.interfaces import Handle, Plugin
+from kubesched.framework.loader import load_object
 from kubesched.framework.profile import PluginRef, ProfileError, ProfileSpec
 from kubesched.framework.registry import Registry, RegistryError
 from kubesched.framework.runtime import Framework
@@ -105,7 +105,7 @@ def load_registry(
     for i, spec in enumerate(modules):
         where = index("pluginModules", i)
         try:
-            loaded = load_object(spec)
+            loaded = load_object(spec, fresh=True)  # a changed file is imported again
         except Exception as err:
             errors.append(FieldError(where, f"{spec}: cannot load: {type(err).__name__}: {err}"))
             continue
@@ -119,26 +119,6 @@ def _register(registry: Registry, obj: Any, source: str, where: str, errors: lis
             registry.register(cls, source)
         except RegistryError as err:
             errors.append(FieldError(where, str(err)))
-
-
-def load_object(spec: str) -> Any:
-    """``pkg.mod:attr`` or ``path/to/file.py:attr``; a file is imported afresh when it changed."""
-    target, _, attr = spec.rpartition(":")
-    if target.endswith(".py"):
-        path = Path(target).resolve()
-        stat = path.stat()
-        digest = hashlib.sha1(f"{path}:{stat.st_mtime_ns}:{stat.st_size}".encode()).hexdigest()[:12]
-        module_spec = importlib.util.spec_from_file_location(f"kubesched_plugin_{digest}", path)
-        if module_spec is None or module_spec.loader is None:
-            raise ImportError(f"cannot import {path}")
-        module = importlib.util.module_from_spec(module_spec)
-        module_spec.loader.exec_module(module)
-    else:
-        module = importlib.import_module(target)
-    try:
-        return getattr(module, attr)
-    except AttributeError:
-        raise AttributeError(f"{target} has no attribute {attr!r}") from None
 
 
 def module_files(modules: Sequence[str]) -> list[Path]:

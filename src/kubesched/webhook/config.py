@@ -5,9 +5,6 @@ See docs/webhook.md for the format.
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
-import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,6 +14,7 @@ import yaml
 
 from kubesched.cluster.cache import ClusterCache
 from kubesched.core.nodeaffinity import is_label_value, is_qualified_name
+from kubesched.framework.loader import LoadError, load_object
 from kubesched.webhook.feasibility import Feasibility, FeasibilityChecker
 from kubesched.webhook.rules import Action, Phase, PythonRule, RequireLabel, Rule, SetScheduler, UserFunction
 
@@ -157,31 +155,15 @@ def _tolerations(rule: _Fields) -> tuple[dict[str, Any], ...]:
 
 def load_function(target: str, base: Path) -> UserFunction:
     """``path/to/file.py:func`` (relative to ``base``) or ``package.module:func``; ValueError says what failed."""
-    module_name, sep, attr = target.rpartition(":")
-    if not sep or not module_name or not attr:
+    if ":" not in target:
         raise ValueError("expected file.py:function or package.module:function")
-    if module_name.endswith(".py"):
-        path = Path(module_name) if Path(module_name).is_absolute() else base / module_name
-        if not path.is_file():
-            raise ValueError(f"no such file {path}")
-        unique = f"kubesched_webhook_rule_{abs(hash(str(path.resolve())))}"
-        spec = importlib.util.spec_from_file_location(unique, path)
-        if spec is None or spec.loader is None:
-            raise ValueError(f"cannot load {path} as a Python module")
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[unique] = module  # dataclasses and pickling look modules up by name
-        try:
-            spec.loader.exec_module(module)
-        except Exception as err:
-            raise ValueError(f"importing {path} failed: {type(err).__name__}: {err}") from err
-    else:
-        try:
-            module = importlib.import_module(module_name)
-        except ImportError as err:
-            raise ValueError(f"cannot import {module_name}: {err}") from err
-    func = getattr(module, attr, None)
+    try:
+        func = load_object(target, base=base)
+    except LoadError as err:
+        raise ValueError(str(err).removeprefix(f"{target}: ")) from None
     if not callable(func):
-        raise ValueError(f"{module_name} has no function {attr!r}")
+        module, _, attr = target.rpartition(":")
+        raise ValueError(f"{module} has no function {attr!r}")
     return cast(UserFunction, func)
 
 

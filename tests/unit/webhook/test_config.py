@@ -133,7 +133,7 @@ rules:
     found = problems(text, base=tmp_path)
     assert found == [
         "rules[1].python: ok.py:VALUE: ok.py has no function 'VALUE'",
-        "rules[2].python: ok.py:missing: ok.py has no function 'missing'",
+        "rules[2].python: ok.py:missing: ok.py has no attribute 'missing'",
         f"rules[3].python: missing.py:check: no such file {tmp_path / 'missing.py'}",
         f"rules[4].python: broken.py:check: importing {tmp_path / 'broken.py'} failed: ValueError: no",
     ]
