@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import logging
 import ssl
 from pathlib import Path
@@ -117,10 +116,7 @@ def run_serve(args: argparse.Namespace) -> int:
             await wait_for_stop_signal()
         finally:
             await server.shutdown()
-            for t in tasks:
-                t.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await t
+            await serving.stop_tasks(tasks)
             if client is not None:
                 await client.aclose()
 

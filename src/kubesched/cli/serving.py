@@ -6,7 +6,7 @@ import asyncio
 import contextlib
 import logging
 import signal
-from collections.abc import Coroutine, Iterator
+from collections.abc import Coroutine, Iterable, Iterator
 from typing import Any
 
 import uvicorn
@@ -32,6 +32,14 @@ def run(main: Coroutine[Any, Any, None]) -> None:
         asyncio.run(main)
     else:
         uvloop.run(main)
+
+
+async def stop_tasks(tasks: Iterable[asyncio.Task[Any]]) -> None:
+    """Cancel background tasks (cluster sources) and wait until they have ended."""
+    for task in tasks:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
 
 
 async def wait_for_stop_signal() -> None:

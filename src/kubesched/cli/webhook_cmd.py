@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import logging
 import ssl
 from pathlib import Path
 
 import uvicorn
 
-from kubesched.cli import logs
+from kubesched.cli import logs, serving
 from kubesched.cli.errors import CLIError
 from kubesched.cli.serving import GracefulServer, parse_listen
 from kubesched.cluster.cache import ClusterCache
@@ -113,17 +112,9 @@ def run_serve(args: argparse.Namespace) -> int:
         try:
             await server.serve()
         finally:
-            for t in tasks:
-                t.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await t
+            await serving.stop_tasks(tasks)
             if client is not None:
                 await client.aclose()
 
-    try:
-        import uvloop
-
-        uvloop.run(main())
-    except ImportError:
-        asyncio.run(main())
+    serving.run(main())
     return 0
