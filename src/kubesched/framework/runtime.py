@@ -100,7 +100,9 @@ class Framework:
         rejected: Status | None = None
         for plugin in self.pre_filter:
             result = plugin.pre_filter(state, pod, table)
-            status = result.status.with_plugin(plugin.name)
+            status = result.status
+            if status.code != Code.SUCCESS:  # only answers someone reads carry the plugin's name
+                status = status.with_plugin(plugin.name)
             if status.code == Code.SKIP:
                 state.skip_filter.add(plugin.name)
                 continue
@@ -232,11 +234,11 @@ class Framework:
 
     def run_pre_score(self, state: CycleState, pod: PodInfo, nodes: NodeBatch) -> None:
         for plugin in self.pre_score:
-            status = plugin.pre_score(state, pod, nodes).with_plugin(plugin.name)
+            status = plugin.pre_score(state, pod, nodes)
             if status.code == Code.SKIP:
                 state.skip_score.add(plugin.name)
             elif not status.ok:
-                raise FrameworkError(status)
+                raise FrameworkError(status.with_plugin(plugin.name))
 
     def run_score(self, state: CycleState, pod: PodInfo, nodes: NodeBatch) -> tuple[IntColumn, int]:
         """Weighted totals per node, and the sum of the weights that took part (for rescaling)."""
