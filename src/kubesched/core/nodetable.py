@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from itertools import repeat
 from operator import itemgetter
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -279,8 +279,21 @@ class NodeTable:
         return list(self._affinity_pods.values())
 
     def _account(self, row: int, pod: PodInfo, sign: int) -> None:
+        usage = cast("dict[str, int] | None", pod.cache.get("#usage"))
+        if usage is None:
+            # Every usage key of the pod at once, kept on the pod: it is counted on assume, on bind
+            # and on removal, each time against every column.
+            usage = pod.cache["#usage"] = {
+                **pod.requests,
+                "#pods": 1,
+                "#hostports": len(pod.host_ports),
+                "nonzero:cpu": pod.non_zero_cpu,
+                "nonzero:memory": pod.non_zero_memory,
+            }
         for key, col in self._requested.items():
-            col[row] += sign * _usage(pod, key)
+            amount = usage.get(key)
+            if amount:
+                col[row] += sign * amount
 
     # ---- columns -----------------------------------------------------------------------------
 

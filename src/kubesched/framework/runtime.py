@@ -101,7 +101,7 @@ class Framework:
         for plugin in self.pre_filter:
             result = plugin.pre_filter(state, pod, table)
             status = result.status
-            if status.code != Code.SUCCESS:  # only answers someone reads carry the plugin's name
+            if status.code not in (Code.SUCCESS, Code.SKIP):  # only answers someone reads carry a name
                 status = status.with_plugin(plugin.name)
             if status.code == Code.SKIP:
                 state.skip_filter.add(plugin.name)
