@@ -16,8 +16,8 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any
 
+from kubesched.asgi import Receive, Scope, Send, TooLarge, lifespan, read_body, reply
 from kubesched.extender.metrics import ExtenderMetrics
 from kubesched.extender.service import BadRequest, ExtenderService
 
@@ -126,15 +126,6 @@ def _internal(verb: str, err: Exception) -> Response:
     return 500, f"internal error in {verb}: {type(err).__name__}: {err}".encode(), TEXT
 
 
-Scope = dict[str, Any]
-Receive = Callable[[], Awaitable[dict[str, Any]]]
-Send = Callable[[dict[str, Any]], Awaitable[None]]
-
-
-class TooLarge(Exception):
-    pass
-
-
 class ExtenderApp:
     """The dispatcher as an ASGI application."""
 
@@ -150,47 +141,15 @@ class ExtenderApp:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
-            while True:
-                message = await receive()
-                if message["type"] == "lifespan.startup":
-                    await send({"type": "lifespan.startup.complete"})
-                elif message["type"] == "lifespan.shutdown":
-                    await send({"type": "lifespan.shutdown.complete"})
-                    return
+            return await lifespan(receive, send)
         if scope["type"] != "http":
             return
         d = self.dispatcher
         body = b""
         if d.needs_body(scope["method"], scope["path"]):
             try:
-                body = await self._body(scope, receive)
+                body = await read_body(scope, receive, d.max_body)
             except TooLarge:
-                return await _reply(send, d.too_large())
+                return await reply(send, *d.too_large())
         result = d.dispatch(scope["method"], scope["path"], body)
-        await _reply(send, result if isinstance(result, tuple) else await result)
-
-    async def _body(self, scope: Scope, receive: Receive) -> bytes:
-        limit = self.dispatcher.max_body
-        for name, value in scope.get("headers", ()):
-            if name == b"content-length" and value.isdigit() and int(value) > limit:
-                raise TooLarge
-        chunks: list[bytes] = []
-        size = 0
-        more = True
-        while more:
-            message = await receive()
-            chunk = message.get("body", b"")
-            if chunk:
-                size += len(chunk)
-                if size > limit:
-                    raise TooLarge
-                chunks.append(chunk)
-            more = message.get("more_body", False)
-        # Join once: appending to bytes in the loop would copy the body again for every chunk.
-        return chunks[0] if len(chunks) == 1 else b"".join(chunks)
-
-
-async def _reply(send: Send, response: Response) -> None:
-    status, body, content_type = response
-    await send({"type": "http.response.start", "status": status, "headers": [(b"content-type", content_type)]})
-    await send({"type": "http.response.body", "body": body})
+        await reply(send, *(result if isinstance(result, tuple) else await result))
