@@ -90,7 +90,7 @@ class NodeTable:
         # or node heartbeats); `derived` holds such results and is emptied then.
         self.static_generation = 0
         self.derived: dict[object, Any] = {}
-        self._free_cols: dict[str, tuple[int, IntColumn]] = {}
+        self._free_cols: dict[str, IntColumn] = {}  # by usage key, kept current row by row like the requested ones
         self._affinity_pods: dict[str, tuple[int, PodInfo]] = {}
         self._names_gen = 0
         self._name_array: npt.NDArray[np.object_] | None = None
@@ -163,6 +163,7 @@ class NodeTable:
         self._alive = grown(self._alive, False)  # type: ignore[assignment]
         self._static_int = {k: grown(v, 0) for k, v in self._static_int.items()}  # type: ignore[misc]
         self._requested = {k: grown(v, 0) for k, v in self._requested.items()}  # type: ignore[misc]
+        self._free_cols = {k: grown(v, 0) for k, v in self._free_cols.items()}  # type: ignore[misc]
         self._label_codes = {k: (grown(c, -1), vocab) for k, (c, vocab) in self._label_codes.items()}  # type: ignore[misc]
         if self._unschedulable is not None:
             self._unschedulable = grown(self._unschedulable, False)  # type: ignore[assignment]
@@ -213,12 +214,14 @@ class NodeTable:
         self.derived.clear()
 
     def free(self, resource: str) -> IntColumn:
-        """Allocatable minus requested, per row (cached until a node or pod changes)."""
-        cached = self._free_cols.get(resource)
-        if cached is None or cached[0] != self.generation:
-            cached = (self.generation, self.allocatable(resource) - self.requested(resource))
-            self._free_cols[resource] = cached
-        return cached[1]
+        """Allocatable minus requested per row (``pods``: pods that still fit), updated in place."""
+        key = _usage_key(resource)
+        col = self._free_cols.get(key)
+        if col is None:
+            col = np.zeros(self._cap, dtype=np.int64)
+            col[: self._n] = self.allocatable(resource) - self.requested(key)
+            self._free_cols[key] = col
+        return col[: self._n]
 
     def remove(self, name: str) -> int | None:
         """Delete a node; its row becomes a tombstone. Returns the row, or None if unknown."""
@@ -239,12 +242,16 @@ class NodeTable:
         self._images = None
         for col in self._requested.values():
             col[row] = 0
+        for col in self._free_cols.values():
+            col[row] = 0
         self.generation += 1
         return row
 
     def _refresh_static(self, row: int, node: Node) -> None:
         for resource, col in self._static_int.items():
             col[row] = _alloc_of(node, resource)
+        for key, col in self._free_cols.items():
+            col[row] = self.allocatable(_alloc_key(key))[row] - self.requested(key)[row]
         if self._unschedulable is not None:
             self._unschedulable[row] = node.spec.unschedulable
         labels = node.metadata.labels or {}
@@ -294,6 +301,10 @@ class NodeTable:
             amount = usage.get(key)
             if amount:
                 col[row] += sign * amount
+        for key, col in self._free_cols.items():
+            amount = usage.get(key)
+            if amount:
+                col[row] -= sign * amount
 
     # ---- columns -----------------------------------------------------------------------------
 
@@ -399,6 +410,15 @@ def _static_fields_differ(a: Node, b: Node) -> bool:
         or a.status.allocatable != b.status.allocatable
         or a.status.images != b.status.images
     )
+
+
+def _usage_key(resource: str) -> str:
+    """The usage column that counts against a resource's allocatable."""
+    return "#pods" if resource == "pods" else resource
+
+
+def _alloc_key(usage_key: str) -> str:
+    return "pods" if usage_key == "#pods" else usage_key
 
 
 def _usage(pod: PodInfo, key: str) -> int:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from fractions import Fraction
+from functools import lru_cache
 
 _SUFFIX = {
     "": Fraction(1),
@@ -96,7 +97,15 @@ def to_milli(value: str | int | float) -> int:
 
 def resource_value(resource: str, value: str | int | float) -> int:
     """The integer kube-scheduler uses for a resource: millicores for cpu, plain units otherwise."""
+    if isinstance(value, str):
+        return _cached_value(resource == "cpu", value)
     return to_milli(value) if resource == "cpu" else to_int(value)
+
+
+@lru_cache(maxsize=4096)
+def _cached_value(milli: bool, value: str) -> int:
+    # Pods of one workload repeat the same few strings ("100m", "128Mi"): parse each once.
+    return to_milli(value) if milli else to_int(value)
 
 
 def format_milli_cpu(milli: int) -> str:
