@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Hashable
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -36,7 +37,7 @@ class PodInfo:
         self.labels: dict[str, str] = meta.labels or {}
         self.priority: int = pod.spec.priority or 0
         self.tolerations: tuple[Toleration, ...] = tuple(pod.spec.tolerations or ())
-        self.cache: dict[str, object] = {}
+        self.cache: dict[Hashable, object] = {}  # what plugins derive from the pod, by a key of their own
 
     @cached_property
     def _computed(self) -> tuple[dict[str, int], int, int]:
@@ -54,6 +55,11 @@ class PodInfo:
     @property
     def non_zero_memory(self) -> int:
         return self._computed[2]
+
+    @cached_property
+    def requests_key(self) -> tuple[tuple[tuple[str, int], ...], int, int]:
+        """The request vector as one hashable value: equal keys, equal resource verdicts and scores."""
+        return tuple(sorted(self.requests.items())), self.non_zero_cpu, self.non_zero_memory
 
     @cached_property
     def host_ports(self) -> tuple[HostPort, ...]:

@@ -32,6 +32,14 @@ class CycleState(dict[str, Any]):
         self.skip_filter: set[str] = set()
         self.skip_score: set[str] = set()
 
+    def clone(self) -> CycleState:
+        """A shallow copy: writes to the copy do not reach this state."""
+        copy = CycleState()
+        copy.update(self)
+        copy.skip_filter = set(self.skip_filter)
+        copy.skip_score = set(self.skip_score)
+        return copy
+
 
 class NodeBatch:
     """The candidate nodes of one cycle: rows of a node table (a slotted class: made per plugin call)."""
@@ -128,6 +136,23 @@ class Plugin:
     def __init__(self, args: Any = None, handle: Handle | None = None) -> None:
         self.args = args
         self.handle = handle or Handle()
+
+
+# A plugin's part of a pod's signature: (key, value) pairs with hashable values.
+SignFragments = tuple[tuple[str, Hashable], ...]
+
+
+class SignPlugin(Plugin):
+    """A plugin that can sign pods (kube-scheduler's SignPlugin, KEP-5598 opportunistic batching).
+
+    Two pods whose fragments are equal must get equal verdicts and scores from this plugin on the
+    same nodes in the same state. A plugin whose answers depend on other pods or cluster-wide data
+    for this pod returns None: the pod is then not signable and never batched. A profile batches
+    only when every PreFilter, Filter, PreScore and Score plugin is a SignPlugin.
+    """
+
+    def sign(self, pod: PodInfo) -> SignFragments | None:
+        raise NotImplementedError
 
 
 class PreEnqueuePlugin(Plugin):

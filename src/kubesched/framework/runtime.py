@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import random
+import weakref
+from collections.abc import Hashable
 from dataclasses import dataclass
 
 import numpy as np
@@ -30,11 +32,14 @@ from kubesched.framework.interfaces import (
     QueueSortPlugin,
     ReservePlugin,
     ScorePlugin,
+    SignPlugin,
     StaticFilterPlugin,
 )
 from kubesched.framework.profile import BuiltPlugin, ProfileSpec, instantiate
 from kubesched.framework.registry import Registry
 from kubesched.framework.status import SUCCESS, Code, Status
+
+_max_reduce = np.maximum.reduce  # the ufunc itself: skips ndarray.max's Python wrapper
 
 
 class FrameworkError(RuntimeError):
@@ -62,7 +67,6 @@ class Framework:
         self.queue_sort = [p for p in plugins if isinstance(p, QueueSortPlugin)]
         self.pre_filter = [p for p in plugins if isinstance(p, PreFilterPlugin)]
         self.filter = [p for p in plugins if isinstance(p, FilterPlugin)]
-        self._stages = _stages(self.filter)
         self.post_filter = [p for p in plugins if isinstance(p, PostFilterPlugin)]
         self.pre_score = [p for p in plugins if isinstance(p, PreScorePlugin)]
         self.score = [(b.plugin, b.weight) for b in built if isinstance(b.plugin, ScorePlugin)]
@@ -71,6 +75,21 @@ class Framework:
         self.pre_bind = [p for p in plugins if isinstance(p, PreBindPlugin)]
         self.bind = [p for p in plugins if isinstance(p, BindPlugin)]
         self.post_bind = [p for p in plugins if isinstance(p, PostBindPlugin)]
+        self.arranged()
+
+    def arranged(self) -> None:
+        """Derive what follows from the extension points' lists; call again after changing them."""
+        self._stages = _stages(self.filter)
+        # Opportunistic batching needs every plugin that filters or scores to sign pods (as upstream).
+        deciders = list(dict.fromkeys([*self.pre_filter, *self.filter, *self.pre_score, *(p for p, _ in self.score)]))
+        self.signers: list[SignPlugin] | None = (
+            [p for p in deciders if isinstance(p, SignPlugin)]
+            if all(isinstance(p, SignPlugin) for p in deciders)
+            else None
+        )
+        # Score plugins with a NormalizeScore of their own (their scores depend on the other candidates).
+        self.normalizes = [type(p).normalize is not ScorePlugin.normalize for p, _ in self.score]
+        self._signatures: weakref.WeakKeyDictionary[PodInfo, Hashable | None] = weakref.WeakKeyDictionary()
 
     @classmethod
     def build(cls, spec: ProfileSpec, registry: Registry, handle: Handle | None = None, path: str = "") -> Framework:
@@ -88,6 +107,32 @@ class Framework:
                 return None
             fields = fields.union(plugin.node_fields)
         return fields
+
+    # ---- signatures --------------------------------------------------------------------------
+
+    def sign(self, pod: PodInfo) -> Hashable | None:
+        """The pod's signature (kube-scheduler's SignPod): None when some plugin cannot sign it.
+
+        Pods with equal signatures get equal verdicts and scores on the same nodes in the same state.
+        Signing reads only the pod and the plugins' config, so it is done once per pod.
+        """
+        if self.signers is None:
+            return None
+        try:
+            return self._signatures[pod]
+        except KeyError:
+            pass
+        fragments: list[object] = [pod.pod.spec.scheduler_name]
+        signature: Hashable | None = None
+        for plugin in self.signers:
+            part = plugin.sign(pod)
+            if part is None:
+                break
+            fragments.append(part)
+        else:
+            signature = tuple(fragments)
+        self._signatures[pod] = signature
+        return signature
 
     # ---- PreFilter / Filter -------------------------------------------------------------------
 
@@ -174,7 +219,11 @@ class Framework:
         active = stage if not state.skip_filter else tuple([p for p in stage if p.name not in state.skip_filter])
         if not active:
             return rows
-        key = (self, active, tuple([p.shape(pod) for p in active]))
+        # The pod's shapes for this stage are computed once per pod (pods are tried again and again).
+        shapes = pod.cache.get(active)
+        if shapes is None:
+            shapes = pod.cache[active] = tuple([p.shape(pod) for p in active])
+        key = (self, active, shapes)
         cached = table.derived.get(key)
         if cached is None:
             cached = self._static_verdicts(active, state, pod, table)
@@ -240,25 +289,55 @@ class Framework:
             elif not status.ok:
                 raise FrameworkError(status.with_plugin(plugin.name))
 
-    def run_score(self, state: CycleState, pod: PodInfo, nodes: NodeBatch) -> tuple[IntColumn, int]:
-        """Weighted totals per node, and the sum of the weights that took part (for rescaling)."""
-        totals = np.zeros(len(nodes), dtype=np.int64)
+    def score_raw(self, state: CycleState, pod: PodInfo, nodes: NodeBatch) -> list[IntColumn | None]:
+        """Every Score plugin's scores before normalizing, in ``self.score`` order (None: skipped)."""
+        skip = state.skip_score
+        return [None if skip and plugin.name in skip else plugin.score(state, pod, nodes) for plugin, _ in self.score]
+
+    def normalize_scores(
+        self, state: CycleState, pod: PodInfo, nodes: NodeBatch, raw: list[IntColumn | None]
+    ) -> list[IntColumn | None]:
+        """NormalizeScore of every plugin that scored, each result checked to lie in [0, 100]."""
+        return [
+            None if scores is None else self.normalize_one(i, state, pod, nodes, scores) for i, scores in enumerate(raw)
+        ]
+
+    def normalize_one(self, i: int, state: CycleState, pod: PodInfo, nodes: NodeBatch, raw: IntColumn) -> IntColumn:
+        """NormalizeScore of the i-th Score plugin, checked to lie in [0, 100]."""
+        plugin = self.score[i][0]
+        scores = plugin.normalize(state, pod, nodes, raw)
+        if scores.dtype != np.int64:
+            scores = np.asarray(scores, dtype=np.int64)
+        # One reduction checks both bounds (MIN_NODE_SCORE is 0): negative scores are huge as unsigned.
+        if len(scores) and _max_reduce(scores.view(np.uint64)) > MAX_NODE_SCORE:
+            bad = int(scores[(scores < MIN_NODE_SCORE) | (scores > MAX_NODE_SCORE)][0])
+            raise FrameworkError(
+                Status.error(
+                    f"plugin {plugin.name!r} returns an invalid score {bad}, it should in the range of "
+                    f"[{MIN_NODE_SCORE}, {MAX_NODE_SCORE}] after normalizing"
+                ).with_plugin(plugin.name)
+            )
+        return scores
+
+    def weigh(self, n: int, normalized: list[IntColumn | None]) -> tuple[IntColumn, int]:
+        """Weighted totals per node, and the sum of the weights that took part."""
+        totals = np.zeros(n, dtype=np.int64)
         weight_sum = 0
-        for plugin, weight in self.score:
-            if plugin.name in state.skip_score:
-                continue
-            scores = plugin.normalize(state, pod, nodes, plugin.score(state, pod, nodes))
-            if len(scores) and (scores.min() < MIN_NODE_SCORE or scores.max() > MAX_NODE_SCORE):
-                bad = int(scores[(scores < MIN_NODE_SCORE) | (scores > MAX_NODE_SCORE)][0])
-                raise FrameworkError(
-                    Status.error(
-                        f"plugin {plugin.name!r} returns an invalid score {bad}, it should in the range of "
-                        f"[{MIN_NODE_SCORE}, {MAX_NODE_SCORE}] after normalizing"
-                    ).with_plugin(plugin.name)
-                )
-            totals += scores * weight
-            weight_sum += weight
+        for (_, weight), scores in zip(self.score, normalized, strict=True):
+            if scores is not None:
+                totals += scores if weight == 1 else scores * weight
+                weight_sum += weight
         return totals, weight_sum
+
+    def combine_scores(
+        self, state: CycleState, pod: PodInfo, nodes: NodeBatch, raw: list[IntColumn | None]
+    ) -> tuple[IntColumn, int]:
+        """NormalizeScore then weights: totals per node, and the sum of the weights that took part."""
+        return self.weigh(len(nodes), self.normalize_scores(state, pod, nodes, raw))
+
+    def run_score(self, state: CycleState, pod: PodInfo, nodes: NodeBatch) -> tuple[IntColumn, int]:
+        """Score, NormalizeScore and weights: totals per node and the sum of the weights that took part."""
+        return self.combine_scores(state, pod, nodes, self.score_raw(state, pod, nodes))
 
     def prioritize(self, state: CycleState, pod: PodInfo, nodes: NodeBatch) -> tuple[IntColumn, int]:
         self.run_pre_score(state, pod, nodes)
@@ -282,5 +361,5 @@ def _stages(filters: list[FilterPlugin]) -> list[FilterPlugin | tuple[StaticFilt
 
 def select_host(totals: IntColumn, rng: random.Random) -> int:
     """Index of the highest total, ties broken uniformly at random."""
-    best = np.flatnonzero(totals == totals.max())
+    best = (totals == _max_reduce(totals)).nonzero()[0]
     return int(best[0]) if len(best) == 1 else int(best[rng.randrange(len(best))])

@@ -7,6 +7,7 @@ score = trunc((1 - std) * 100). Float steps follow Go's order so results match t
 
 from __future__ import annotations
 
+import math
 from typing import ClassVar
 
 import msgspec
@@ -16,9 +17,18 @@ import numpy.typing as npt
 from kubesched.api.slim import NodeFields
 from kubesched.core.nodetable import IntColumn
 from kubesched.core.podinfo import PodInfo
-from kubesched.framework.interfaces import MAX_NODE_SCORE, CycleState, Handle, NodeBatch, PreScorePlugin, ScorePlugin
+from kubesched.framework.interfaces import (
+    MAX_NODE_SCORE,
+    CycleState,
+    Handle,
+    NodeBatch,
+    PreScorePlugin,
+    ScorePlugin,
+    SignFragments,
+    SignPlugin,
+)
 from kubesched.framework.status import SKIP, SUCCESS, Status
-from kubesched.plugins.node_resources_fit import ResourceSpec, allocation, default_resources
+from kubesched.plugins.node_resources_fit import ResourceSpec, allocation, allocation_at, default_resources
 
 FloatColumn = npt.NDArray[np.float64]
 
@@ -39,13 +49,27 @@ def _validate(resources: list[ResourceSpec]) -> list[str]:
     return errors
 
 
-def balanced_score(fractions: list[tuple[FloatColumn, npt.NDArray[np.bool_]]], n: int) -> IntColumn:
-    """Score per node from (fraction, counted) columns, one pair per configured resource, in order."""
+def balanced_score(fractions: list[tuple[FloatColumn, npt.NDArray[np.bool_] | None]], n: int) -> IntColumn:
+    """Score per node from (fraction, counted) columns, one pair per configured resource, in order.
+
+    ``counted`` None means every row counts (no allocatable of 0 among them).
+    """
+    if len(fractions) == 2 and fractions[0][1] is None and fractions[1][1] is None:
+        # The usual case (cpu and memory, every node has both): std = |f1 - f2| / 2.
+        std = fractions[0][0] - fractions[1][0]
+        std /= 2
+        np.abs(std, out=std)
+        # 1 - std lies in [0.5, 1]: the cast truncates like Go's int64() conversion.
+        return ((1 - std) * MAX_NODE_SCORE).astype(np.int64)
+    if len(fractions) < 2 and all(counted is None for _, counted in fractions):
+        return np.full(n, MAX_NODE_SCORE, dtype=np.int64)  # std 0
+    all_rows = np.ones(n, dtype=np.bool_)
+    columns = [(frac, all_rows if counted is None else counted) for frac, counted in fractions]
     count = np.zeros(n, dtype=np.int64)
     total = np.zeros(n, dtype=np.float64)
     first = np.zeros(n, dtype=np.float64)
     second = np.zeros(n, dtype=np.float64)
-    for frac, counted in fractions:
+    for frac, counted in columns:
         f = np.where(counted, frac, 0.0)
         # Adding 0.0 is exact, so summing every column keeps Go's order over the counted ones.
         total += f
@@ -58,14 +82,33 @@ def balanced_score(fractions: list[tuple[FloatColumn, npt.NDArray[np.bool_]]], n
     if many.any():
         mean = total / np.maximum(count, 1)
         squares = np.zeros(n, dtype=np.float64)
-        for frac, counted in fractions:
+        for frac, counted in columns:
             d = frac - mean
             squares += np.where(counted, d * d, 0.0)
         std = np.where(many, np.sqrt(squares / np.maximum(count, 1)), std)
     return np.trunc((1 - std) * MAX_NODE_SCORE).astype(np.int64)
 
 
-class NodeResourcesBalancedAllocation(PreScorePlugin, ScorePlugin):
+def balanced_score_one(fractions: list[float]) -> int:
+    """`balanced_score` of one node from its counted fractions, in Python floats (the same IEEE steps)."""
+    if len(fractions) == 2:
+        std = abs((fractions[0] - fractions[1]) / 2)
+    elif len(fractions) > 2:
+        total = 0.0
+        for f in fractions:
+            total += f
+        mean = total / len(fractions)
+        squares = 0.0
+        for f in fractions:
+            d = f - mean
+            squares += d * d
+        std = math.sqrt(squares / len(fractions))
+    else:
+        std = 0.0
+    return int((1 - std) * MAX_NODE_SCORE)
+
+
+class NodeResourcesBalancedAllocation(PreScorePlugin, ScorePlugin, SignPlugin):
     """PreScore skips best-effort pods (nothing requested of the configured resources); Score balances."""
 
     name: ClassVar[str] = "NodeResourcesBalancedAllocation"
@@ -82,6 +125,9 @@ class NodeResourcesBalancedAllocation(PreScorePlugin, ScorePlugin):
         self.resources = tuple(r.name for r in resources)
         self.node_fields = NodeFields(resources=frozenset(self.resources))
 
+    def sign(self, pod: PodInfo) -> SignFragments:
+        return (("resources", pod.requests_key),)
+
     def pre_score(self, state: CycleState, pod: PodInfo, nodes: NodeBatch) -> Status:
         # Scoring best-effort pods would pile them onto one node (kubernetes issue 129138).
         if not any(pod.requests.get(name, 0) for name in self.resources):
@@ -89,12 +135,25 @@ class NodeResourcesBalancedAllocation(PreScorePlugin, ScorePlugin):
         return SUCCESS
 
     def score(self, state: CycleState, pod: PodInfo, nodes: NodeBatch) -> IntColumn:
-        fractions = []
+        if len(nodes) == 1:
+            row = int(nodes.rows[0])
+            fracs: list[float] = []
+            for name in self.resources:
+                pair = allocation_at(nodes.table, row, pod, name, use_requested=True)
+                if pair is not None and pair[0] != 0:
+                    fracs.append(min(float(pair[1]) / float(pair[0]), 1.0))  # float64(Q) / float64(A), as Go
+            return np.array([balanced_score_one(fracs)], dtype=np.int64)
+        fractions: list[tuple[FloatColumn, npt.NDArray[np.bool_] | None]] = []
         for name in self.resources:
             columns = allocation(nodes.table, nodes.rows, pod, name, use_requested=True)
             if columns is not None:
                 alloc, req = columns
-                counted = alloc != 0
-                frac = req.astype(np.float64) / np.where(counted, alloc, 1).astype(np.float64)
-                fractions.append((np.minimum(frac, 1.0), counted))
+                if alloc.all():
+                    frac: FloatColumn = req / alloc  # float64(Q) / float64(A), as Go computes it
+                    counted = None
+                else:
+                    counted = alloc != 0
+                    frac = req / np.where(counted, alloc, 1)
+                np.minimum(frac, 1.0, out=frac)
+                fractions.append((frac, counted))
         return balanced_score(fractions, len(nodes))

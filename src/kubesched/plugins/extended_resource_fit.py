@@ -11,8 +11,8 @@ import msgspec
 
 from kubesched.api.slim import NodeFields
 from kubesched.core.podinfo import PodInfo
-from kubesched.core.quantity import to_int
-from kubesched.framework.interfaces import CycleState, FilterPlugin, Handle, NodeBatch
+from kubesched.core.quantity import QuantityError, to_int
+from kubesched.framework.interfaces import CycleState, FilterPlugin, Handle, NodeBatch, SignFragments, SignPlugin
 from kubesched.framework.status import Status, Verdicts
 
 
@@ -40,7 +40,7 @@ def resource_need(pod: PodInfo, resource: str) -> int:
     return need
 
 
-class ExtendedResourceFit(FilterPlugin):
+class ExtendedResourceFit(FilterPlugin, SignPlugin):
     name = "ExtendedResourceFit"
     Args = ExtendedResourceFitArgs
 
@@ -50,6 +50,12 @@ class ExtendedResourceFit(FilterPlugin):
         if "/" not in self.args.resource:
             raise ValueError(f"resource: {self.args.resource!r} is not an extended resource name (domain/name)")
         self._status = Status.unschedulable(f"Insufficient {self.args.resource}")
+
+    def sign(self, pod: PodInfo) -> SignFragments | None:
+        try:
+            return ((self.args.resource, resource_need(pod, self.args.resource)),)
+        except QuantityError:
+            return None  # Filter reports the bad quantity
 
     def filter(self, state: CycleState, pod: PodInfo, nodes: NodeBatch) -> Verdicts:
         need = resource_need(pod, self.args.resource)

@@ -15,7 +15,7 @@ import numpy as np
 from kubesched.api.slim import NodeFields
 from kubesched.core.nodetable import IntColumn
 from kubesched.core.podinfo import PodInfo
-from kubesched.framework.interfaces import MAX_NODE_SCORE, CycleState, NodeBatch, ScorePlugin
+from kubesched.framework.interfaces import MAX_NODE_SCORE, CycleState, NodeBatch, ScorePlugin, SignFragments, SignPlugin
 
 MB = 1024 * 1024
 MIN_THRESHOLD = 23 * MB
@@ -33,22 +33,28 @@ def scale(sums: IntColumn, containers: int) -> IntColumn:
     return scaled
 
 
-class ImageLocality(ScorePlugin):
+class ImageLocality(ScorePlugin, SignPlugin):
     """Score only; no NormalizeScore."""
 
     name: ClassVar[str] = "ImageLocality"
     node_fields = NodeFields(images=True)
     default_weight: ClassVar[int] = 1
 
+    def sign(self, pod: PodInfo) -> SignFragments:
+        # Every image with its repeats (upstream signs the set, but repeats count in the score) and the
+        # container count (the clamp's upper bound).
+        return (("images", (pod.images, pod.container_count)),)
+
     def score(self, state: CycleState, pod: PodInfo, nodes: NodeBatch) -> IntColumn:
         table = nodes.table
         index = table.image_index()
         total = len(table)
+        present = [found for found in map(index.get, pod.images) if found is not None]
+        if not present or not total:
+            # No node has any of the images: every sum is 0, clamped to the minimum, so every score is 0.
+            return np.zeros(len(nodes), dtype=np.int64)
         sums = np.zeros(table.size, dtype=np.int64)
-        for image in pod.images:
-            found = index.get(image)
-            if found is None or not total:
-                continue
+        for found in present:
             rows, size = found
             # A node listing a name twice still counts once (upstream keeps a set of nodes).
             spread = len(np.unique(rows)) / total

@@ -32,6 +32,8 @@ from kubesched.framework.interfaces import (
     PreFilterResult,
     PreScorePlugin,
     ScorePlugin,
+    SignFragments,
+    SignPlugin,
 )
 from kubesched.framework.status import SKIP, SUCCESS, Status, Verdicts
 from kubesched.plugins.inter_pod_affinity_terms import (
@@ -83,7 +85,7 @@ class FilterState:
         )
 
 
-class InterPodAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin):
+class InterPodAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, SignPlugin):
     """Filter on required (anti-)affinity, both the pod's and existing pods'; score on preferred terms."""
 
     name: ClassVar[str] = "InterPodAffinity"
@@ -119,6 +121,13 @@ class InterPodAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
             cached = state[_PODS_KEY] = (table.generation, pods_with_affinity(table))
         pods: list[tuple[int, PodInfo]] = cached[1]
         return pods
+
+    def sign(self, pod: PodInfo) -> SignFragments | None:
+        """Pods with terms of their own are not signable; others are matched by existing pods' terms
+        through their labels and namespace (upstream signs the labels only)."""
+        if pod.has_pod_affinity:
+            return None
+        return (("labels", tuple(sorted(pod.labels.items()))), ("namespace", pod.namespace))
 
     # ---- PreFilter / Filter ----------------------------------------------------------------------
 

@@ -31,6 +31,8 @@ from kubesched.framework.interfaces import (
     PreFilterResult,
     PreScorePlugin,
     ScorePlugin,
+    SignFragments,
+    SignPlugin,
     StaticFilterPlugin,
 )
 from kubesched.framework.status import SKIP, SUCCESS, Status, Verdicts
@@ -77,7 +79,7 @@ class _PodPreferences:
     errors: Sequence[str]
 
 
-class NodeAffinity(PreFilterPlugin, StaticFilterPlugin, PreScorePlugin, ScorePlugin):
+class NodeAffinity(PreFilterPlugin, StaticFilterPlugin, PreScorePlugin, ScorePlugin, SignPlugin):
     """Filters on required node affinity, scores the weights of matching preferred terms."""
 
     name: ClassVar[str] = "NodeAffinity"
@@ -149,6 +151,12 @@ class NodeAffinity(PreFilterPlugin, StaticFilterPlugin, PreScorePlugin, ScorePlu
         required = spec.affinity.node_affinity if spec.affinity and spec.affinity.node_affinity else None
         terms = required.required_during_scheduling_ignored_during_execution if required else None
         return msgspec.json.encode((spec.node_selector, terms))
+
+    def sign(self, pod: PodInfo) -> SignFragments:
+        # Required and preferred terms (Score reads the preferred ones) and the nodeSelector.
+        spec = pod.pod.spec
+        affinity = spec.affinity.node_affinity if spec.affinity else None
+        return (("nodeAffinity", msgspec.json.encode((spec.node_selector, affinity))),)
 
     def filter(self, state: CycleState, pod: PodInfo, nodes: NodeBatch) -> Verdicts:
         table, rows = nodes.table, nodes.rows

@@ -7,13 +7,13 @@ from typing import ClassVar
 
 from kubesched.api.slim import NodeFields
 from kubesched.core.podinfo import PodInfo
-from kubesched.framework.interfaces import CycleState, NodeBatch, StaticFilterPlugin
+from kubesched.framework.interfaces import CycleState, NodeBatch, SignFragments, SignPlugin, StaticFilterPlugin
 from kubesched.framework.status import Status, Verdicts
 
 ERR_REASON = "node(s) didn't match the requested node name"
 
 
-class NodeName(StaticFilterPlugin):
+class NodeName(StaticFilterPlugin, SignPlugin):
     """Filter: ``spec.nodeName`` empty or equal to the node's name."""
 
     name: ClassVar[str] = "NodeName"
@@ -22,6 +22,9 @@ class NodeName(StaticFilterPlugin):
 
     def shape(self, pod: PodInfo) -> Hashable:
         return pod.pod.spec.node_name
+
+    def sign(self, pod: PodInfo) -> SignFragments:
+        return (("nodeName", pod.pod.spec.node_name),)
 
     def filter(self, state: CycleState, pod: PodInfo, nodes: NodeBatch) -> Verdicts:
         wanted = pod.pod.spec.node_name

@@ -9,11 +9,21 @@ import numpy as np
 from kubesched.api.slim import NodeFields
 from kubesched.core.nodetable import NodeTable
 from kubesched.core.podinfo import HostPort, PodInfo
-from kubesched.framework.interfaces import CycleState, FilterPlugin, NodeBatch, PreFilterPlugin, PreFilterResult
+from kubesched.framework.interfaces import (
+    CycleState,
+    FilterPlugin,
+    NodeBatch,
+    PreFilterPlugin,
+    PreFilterResult,
+    SignFragments,
+    SignPlugin,
+)
 from kubesched.framework.status import SKIP, Status, Verdicts
 
 ERR_REASON = "node(s) didn't have free ports for the requested pod ports"
 ALL_IPS = "0.0.0.0"
+_WANTS_PORTS = PreFilterResult()
+_NO_PORTS = PreFilterResult(SKIP)
 
 
 def conflicts(wanted: tuple[HostPort, ...], used: set[HostPort]) -> bool:
@@ -30,7 +40,7 @@ def conflicts(wanted: tuple[HostPort, ...], used: set[HostPort]) -> bool:
     return False
 
 
-class NodePorts(PreFilterPlugin, FilterPlugin):
+class NodePorts(PreFilterPlugin, FilterPlugin, SignPlugin):
     """PreFilter skips pods without host ports; Filter fails nodes where a wanted host port is taken."""
 
     name: ClassVar[str] = "NodePorts"
@@ -38,7 +48,10 @@ class NodePorts(PreFilterPlugin, FilterPlugin):
     _status = Status.unschedulable(ERR_REASON)
 
     def pre_filter(self, state: CycleState, pod: PodInfo, table: NodeTable) -> PreFilterResult:
-        return PreFilterResult() if pod.host_ports else PreFilterResult(SKIP)
+        return _WANTS_PORTS if pod.host_ports else _NO_PORTS
+
+    def sign(self, pod: PodInfo) -> SignFragments:
+        return (("hostPorts", pod.host_ports),)
 
     def filter(self, state: CycleState, pod: PodInfo, nodes: NodeBatch) -> Verdicts:
         table, rows = nodes.table, nodes.rows

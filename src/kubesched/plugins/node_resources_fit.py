@@ -19,7 +19,16 @@ from kubesched.api.slim import NodeFields
 from kubesched.core.nodeaffinity import is_qualified_name
 from kubesched.core.nodetable import BoolColumn, IntColumn, NodeTable, Rows
 from kubesched.core.podinfo import PodInfo
-from kubesched.framework.interfaces import MAX_NODE_SCORE, CycleState, FilterPlugin, Handle, NodeBatch, ScorePlugin
+from kubesched.framework.interfaces import (
+    MAX_NODE_SCORE,
+    CycleState,
+    FilterPlugin,
+    Handle,
+    NodeBatch,
+    ScorePlugin,
+    SignFragments,
+    SignPlugin,
+)
 from kubesched.framework.status import Code, Status, Verdicts
 
 LEAST_ALLOCATED = "LeastAllocated"
@@ -126,25 +135,41 @@ def is_scalar_resource(name: str) -> bool:
     )
 
 
-def allocation(
-    table: NodeTable, rows: Rows, pod: PodInfo, name: str, *, use_requested: bool
-) -> tuple[IntColumn, IntColumn] | None:
-    """(allocatable, requested including the pod) per row for one scored resource; None if it is not scored.
+def scored_columns(pod: PodInfo, name: str, *, use_requested: bool) -> tuple[str, int] | None:
+    """(usage column key, the pod's amount) for one scored resource; None if it is not scored.
 
     cpu and memory count the 100m / 200Mi defaults unless ``use_requested``; a scalar resource counts
     only when the pod requests it; any other name is not scored.
     """
     if name in ("cpu", "memory"):
         if use_requested:
-            used_key, pod_request = name, pod.requests.get(name, 0)
-        else:
-            used_key = "nonzero:" + name
-            pod_request = pod.non_zero_cpu if name == "cpu" else pod.non_zero_memory
-    elif name == "ephemeral-storage" or (is_scalar_resource(name) and pod.requests.get(name, 0) != 0):
-        used_key, pod_request = name, pod.requests.get(name, 0)
-    else:
+            return name, pod.requests.get(name, 0)
+        return "nonzero:" + name, pod.non_zero_cpu if name == "cpu" else pod.non_zero_memory
+    if name == "ephemeral-storage" or (is_scalar_resource(name) and pod.requests.get(name, 0) != 0):
+        return name, pod.requests.get(name, 0)
+    return None
+
+
+def allocation(
+    table: NodeTable, rows: Rows, pod: PodInfo, name: str, *, use_requested: bool
+) -> tuple[IntColumn, IntColumn] | None:
+    """(allocatable, requested including the pod) per row for one scored resource; None if it is not scored."""
+    columns = scored_columns(pod, name, use_requested=use_requested)
+    if columns is None:
         return None
+    used_key, pod_request = columns
     return table.allocatable(name)[rows], table.requested(used_key)[rows] + pod_request
+
+
+def allocation_at(
+    table: NodeTable, row: int, pod: PodInfo, name: str, *, use_requested: bool
+) -> tuple[int, int] | None:
+    """`allocation` for one row, as Python ints (scoring one node through numpy costs more than the math)."""
+    columns = scored_columns(pod, name, use_requested=use_requested)
+    if columns is None:
+        return None
+    used_key, pod_request = columns
+    return int(table.allocatable(name)[row]), int(table.requested(used_key)[row]) + pod_request
 
 
 def tdiv(a: IntColumn, b: int) -> IntColumn:
@@ -159,13 +184,46 @@ Part = tuple[IntColumn, IntColumn, int]
 
 def least_allocated(n: int, parts: Sequence[Part]) -> IntColumn:
     """Weighted mean of (A - Q)·100/A, 0 where Q > A; resources with A = 0 are left out."""
-    total, weights = np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int64)
+    total: IntColumn = np.zeros(n, dtype=np.int64)
+    weights: IntColumn | int = 0
     for alloc, req, weight in parts:
-        counted = alloc != 0
         # Clamping makes Q > A score 0, and rows with A = 0 score 0 too (they only stay out of the weights).
-        total += np.maximum(alloc - req, 0) * MAX_NODE_SCORE // np.where(counted, alloc, 1) * weight
-        weights += counted * weight
+        part = alloc - req
+        np.maximum(part, 0, out=part)
+        part *= MAX_NODE_SCORE
+        if alloc.all():  # the usual case: every row counts, the weights stay one number
+            part //= alloc
+            weights = weights + weight
+        else:
+            counted = alloc != 0
+            part //= np.where(counted, alloc, 1)
+            weights = weights + counted * weight
+        if weight != 1:
+            part *= weight
+        total += part
+    if isinstance(weights, int):
+        return total // max(weights, 1)
     return total // np.maximum(weights, 1)  # no counted resource: 0
+
+
+def least_allocated_one(parts: Sequence[tuple[int, int, int]]) -> int:
+    """`least_allocated` of one node from (allocatable, requested, weight) ints."""
+    total = weights = 0
+    for alloc, req, weight in parts:
+        if alloc:
+            total += max(alloc - req, 0) * MAX_NODE_SCORE // alloc * weight
+            weights += weight
+    return total // weights if weights else 0
+
+
+def most_allocated_one(parts: Sequence[tuple[int, int, int]]) -> int:
+    """`most_allocated` of one node from (allocatable, requested, weight) ints."""
+    total = weights = 0
+    for alloc, req, weight in parts:
+        if alloc:
+            total += min(req, alloc) * MAX_NODE_SCORE // alloc * weight
+            weights += weight
+    return total // weights if weights else 0
 
 
 def most_allocated(n: int, parts: Sequence[Part]) -> IntColumn:
@@ -216,7 +274,7 @@ def requested_to_capacity_ratio(shape: Shape) -> Callable[[int, Sequence[Part]],
     return scorer
 
 
-class NodeResourcesFit(FilterPlugin, ScorePlugin):
+class NodeResourcesFit(FilterPlugin, ScorePlugin, SignPlugin):
     """Filter: pods count and every requested resource fit; Score: the configured scoring strategy.
 
     Upstream's PreFilter and PreScore only precompute the pod's request vector (PodInfo holds it) and
@@ -239,11 +297,15 @@ class NodeResourcesFit(FilterPlugin, ScorePlugin):
         self.resources = tuple((r.name, r.weight) for r in resources)
         self.ignored = frozenset(args.ignored_resources)
         self.ignored_groups = frozenset(args.ignored_resource_groups)
+        # Key of the checked requests in PodInfo.cache: plugins with the same ignore lists share it.
+        self._memo = f"#{self.name}:{sorted(self.ignored)}:{sorted(self.ignored_groups)}"
         self.scorer: Callable[[int, Sequence[Part]], IntColumn]
+        # The same formula for one node in plain ints; RequestedToCapacityRatio has none (numpy then).
+        self.scorer_one: Callable[[Sequence[tuple[int, int, int]]], int] | None = None
         if strategy.type == LEAST_ALLOCATED:
-            self.scorer = least_allocated
+            self.scorer, self.scorer_one = least_allocated, least_allocated_one
         elif strategy.type == MOST_ALLOCATED:
-            self.scorer = most_allocated
+            self.scorer, self.scorer_one = most_allocated, most_allocated_one
         else:
             shape = strategy.requested_to_capacity_ratio.shape if strategy.requested_to_capacity_ratio else []
             scale = MAX_NODE_SCORE // MAX_CUSTOM_PRIORITY_SCORE
@@ -259,17 +321,46 @@ class NodeResourcesFit(FilterPlugin, ScorePlugin):
         scalars = sorted((n, q) for n, q in pod.requests.items() if is_scalar_resource(n) and not self._ignored(n))
         return [(n, q) for n, q in first + scalars if q > 0]
 
+    def _checks(self, pod: PodInfo) -> tuple[tuple[str, int], ...]:
+        """("pods", 1) then the checked requests, computed once per pod (every attempt reads them)."""
+        checks = pod.cache.get(self._memo)
+        if checks is None:
+            checks = pod.cache[self._memo] = (("pods", 1), *self.checked_requests(pod))
+        return checks  # type: ignore[return-value]
+
+    def sign(self, pod: PodInfo) -> SignFragments:
+        return (("resources", pod.requests_key),)
+
     def filter(self, state: CycleState, pod: PodInfo, nodes: NodeBatch) -> Verdicts:
         table, rows = nodes.table, nodes.rows
-        too_many = table.pod_count()[rows] + 1 > table.allocatable("pods")[rows]
-        checks: list[tuple[str, BoolColumn, BoolColumn | None]] = [(TOO_MANY_PODS, too_many, None)]
-        for name, request in self.checked_requests(pod):
-            alloc = table.allocatable(name)[rows]
+        checks = self._checks(pod)
+        if len(rows) == 1:
+            # One node (a nominated or hinted one): plain ints beat numpy's per-call cost.
+            row = int(rows[0])
+            if all(int(table.free(name)[row]) >= request for name, request in checks):
+                return Verdicts.all_pass(1)
+        # Fast path: one comparison per resource against the free columns the table keeps current.
+        short = table.free("pods")[rows] < 1
+        for name, request in checks[1:]:
+            short |= table.free(name)[rows] < request
+        if not short.any():
+            return Verdicts.all_pass(len(rows))
+        masks: list[tuple[str, BoolColumn, BoolColumn | None]] = [(TOO_MANY_PODS, table.free("pods")[rows] < 1, None)]
+        for name, request in checks[1:]:
             # Exceeding the whole allocatable cannot be cured by preemption: unresolvable.
-            checks.append((f"Insufficient {name}", request > alloc - table.requested(name)[rows], request > alloc))
-        return combine(checks, len(rows))
+            lacking = table.free(name)[rows] < request
+            masks.append((f"Insufficient {name}", lacking, request > table.allocatable(name)[rows]))
+        return combine(masks, len(rows))
 
     def score(self, state: CycleState, pod: PodInfo, nodes: NodeBatch) -> IntColumn:
+        if len(nodes) == 1 and self.scorer_one is not None:
+            row = int(nodes.rows[0])
+            one = []
+            for name, weight in self.resources:
+                pair = allocation_at(nodes.table, row, pod, name, use_requested=False)
+                if pair is not None:
+                    one.append((*pair, weight))
+            return np.array([self.scorer_one(one)], dtype=np.int64)
         parts = []
         for name, weight in self.resources:
             columns = allocation(nodes.table, nodes.rows, pod, name, use_requested=False)

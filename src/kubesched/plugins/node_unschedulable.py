@@ -8,13 +8,13 @@ from typing import ClassVar
 from kubesched.api.slim import NodeFields
 from kubesched.core.podinfo import PodInfo
 from kubesched.core.tolerations import UNSCHEDULABLE_TAINT, tolerated
-from kubesched.framework.interfaces import CycleState, NodeBatch, StaticFilterPlugin
+from kubesched.framework.interfaces import CycleState, NodeBatch, SignFragments, SignPlugin, StaticFilterPlugin
 from kubesched.framework.status import Status, Verdicts
 
 ERR_REASON = "node(s) were unschedulable"
 
 
-class NodeUnschedulable(StaticFilterPlugin):
+class NodeUnschedulable(StaticFilterPlugin, SignPlugin):
     """Filter: a cordoned node fails unless the pod tolerates node.kubernetes.io/unschedulable:NoSchedule."""
 
     name: ClassVar[str] = "NodeUnschedulable"
@@ -23,6 +23,10 @@ class NodeUnschedulable(StaticFilterPlugin):
 
     def shape(self, pod: PodInfo) -> Hashable:
         return tolerated(pod.tolerations, UNSCHEDULABLE_TAINT)
+
+    def sign(self, pod: PodInfo) -> SignFragments:
+        # The tolerations themselves (finer than tolerating the cordon, and cheaper to compare).
+        return (("tolerations", tuple((t.key, t.operator, t.value, t.effect) for t in pod.tolerations)),)
 
     def filter(self, state: CycleState, pod: PodInfo, nodes: NodeBatch) -> Verdicts:
         if tolerated(pod.tolerations, UNSCHEDULABLE_TAINT):

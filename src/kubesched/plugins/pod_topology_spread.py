@@ -38,6 +38,8 @@ from kubesched.framework.interfaces import (
     PreFilterResult,
     PreScorePlugin,
     ScorePlugin,
+    SignFragments,
+    SignPlugin,
 )
 from kubesched.framework.status import SKIP, SUCCESS, Status, Verdicts
 from kubesched.plugins.label_selector import SelectorError, compile_selector
@@ -111,7 +113,7 @@ def domain_codes(codes: Codes, vocab: dict[str, int]) -> Codes:
     return out
 
 
-class PodTopologySpread(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin):
+class PodTopologySpread(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, SignPlugin):
     """Filter on DoNotSchedule constraints, score on ScheduleAnyway ones."""
 
     name: ClassVar[str] = "PodTopologySpread"
@@ -131,6 +133,14 @@ class PodTopologySpread(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlug
         self.default_specs = SYSTEM_DEFAULT_CONSTRAINTS if self.system_defaulted else tuple(args.default_constraints)
         self._missing_label = Status.unresolvable(ERR_REASON_MISSING_LABEL)
         self._skewed = Status.unschedulable(ERR_REASON)
+
+    def sign(self, pod: PodInfo) -> SignFragments | None:
+        """Signable only when no constraint applies: spreading depends on where the other pods are."""
+        if pod.pod.spec.topology_spread_constraints:
+            return None
+        if self.default_specs and DEFAULT_SELECTOR_SERVICE in self.handle.services:
+            return None  # default constraints may apply, through selectors of the cluster's objects
+        return ()
 
     # ---- constraints -----------------------------------------------------------------------------
 

@@ -8,7 +8,7 @@ import msgspec
 
 from kubesched.api.slim import NodeFields
 from kubesched.core.podinfo import PodInfo
-from kubesched.framework.interfaces import CycleState, Handle, NodeBatch, StaticFilterPlugin
+from kubesched.framework.interfaces import CycleState, Handle, NodeBatch, SignFragments, SignPlugin, StaticFilterPlugin
 from kubesched.framework.status import Status, Verdicts
 
 
@@ -16,7 +16,7 @@ class RequiredLabelArgs(msgspec.Struct, forbid_unknown_fields=True):
     label: str = "custom"
 
 
-class RequiredLabel(StaticFilterPlugin):
+class RequiredLabel(StaticFilterPlugin, SignPlugin):
     """Rejects nodes without the label, UnschedulableAndUnresolvable: preemption cannot add a label."""
 
     name = "RequiredLabel"
@@ -31,6 +31,9 @@ class RequiredLabel(StaticFilterPlugin):
 
     def shape(self, pod: PodInfo) -> Hashable:
         return None  # the same verdict for every pod
+
+    def sign(self, pod: PodInfo) -> SignFragments:
+        return ()
 
     def filter(self, state: CycleState, pod: PodInfo, nodes: NodeBatch) -> Verdicts:
         codes, _ = nodes.table.label_codes(self.args.label)

@@ -9,7 +9,14 @@ from kubesched.api.slim import NodeFields
 from kubesched.core.nodetable import IntColumn
 from kubesched.core.podinfo import PodInfo
 from kubesched.core.tolerations import DO_NOT_SCHEDULE, PREFER_NO_SCHEDULE, any_untolerated, count_untolerated
-from kubesched.framework.interfaces import CycleState, NodeBatch, ScorePlugin, StaticFilterPlugin
+from kubesched.framework.interfaces import (
+    CycleState,
+    NodeBatch,
+    ScorePlugin,
+    SignFragments,
+    SignPlugin,
+    StaticFilterPlugin,
+)
 from kubesched.framework.status import Status, Verdicts
 from kubesched.plugins.helper import default_normalize_score
 
@@ -17,7 +24,7 @@ ERR_REASON = "node(s) had untolerated taint(s)"
 _PREFER = frozenset({PREFER_NO_SCHEDULE})
 
 
-class TaintToleration(StaticFilterPlugin, ScorePlugin):
+class TaintToleration(StaticFilterPlugin, ScorePlugin, SignPlugin):
     """Filter on NoSchedule/NoExecute taints; Score counts untolerated PreferNoSchedule taints, reversed.
 
     Upstream's PreScore only gathers the tolerations Score uses and never skips, so it is folded into Score.
@@ -30,6 +37,9 @@ class TaintToleration(StaticFilterPlugin, ScorePlugin):
 
     def shape(self, pod: PodInfo) -> Hashable:
         return tuple((t.key, t.operator, t.value, t.effect) for t in pod.tolerations)
+
+    def sign(self, pod: PodInfo) -> SignFragments:
+        return (("tolerations", self.shape(pod)),)
 
     def filter(self, state: CycleState, pod: PodInfo, nodes: NodeBatch) -> Verdicts:
         index = nodes.table.taint_index()

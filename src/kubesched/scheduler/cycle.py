@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import contextlib
 import random
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Hashable, Iterator
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -27,6 +28,7 @@ from kubesched.framework.diagnosis import Diagnosis
 from kubesched.framework.interfaces import CycleState, NodeBatch, PostFilterPlugin
 from kubesched.framework.runtime import Framework, FrameworkError, select_host
 from kubesched.framework.status import SUCCESS, Code, Status
+from kubesched.scheduler.batch import OpportunisticBatch
 from kubesched.scheduler.extenders import ExtenderError, ExtenderSet
 from kubesched.scheduler.pluginmanager import Profile
 
@@ -107,6 +109,8 @@ class Cycle:
         nominator: Nominator | None = None,
         percentage_of_nodes_to_score: int = 0,
         rng: random.Random | None = None,
+        batching: bool = True,
+        now: Callable[[], float] = time.monotonic,
     ) -> None:
         self.cache = cache
         self.extenders = extenders if extenders is not None else ExtenderSet(())
@@ -114,9 +118,26 @@ class Cycle:
         self.percentage = percentage_of_nodes_to_score
         self.rng = rng or random.Random()
         self.next_start = 0
+        self.count = 0  # scheduling cycles so far: batching needs to know that no other came between
+        # Opportunistic batching, per profile (upstream: the OpportunisticBatching feature gate);
+        # never with extenders, as upstream.
+        self.batching = batching and not len(self.extenders)
+        self.now = now
+        self._batches: dict[str, tuple[Profile, OpportunisticBatch]] = {}
+
+    def batch(self, profile: Profile) -> OpportunisticBatch | None:
+        """The profile's batch state (new after a reload), or None without batching."""
+        if not self.batching or profile.framework.signers is None:
+            return None
+        entry = self._batches.get(profile.name)
+        if entry is None or entry[0] is not profile:
+            batch = OpportunisticBatch(self.now, np.random.default_rng(self.rng.getrandbits(64)))
+            self._batches[profile.name] = entry = (profile, batch)
+        return entry[1]
 
     async def run(self, profile: Profile, pod: PodInfo) -> Outcome:
         """Decide a node for ``pod`` and assume it there; on failure the outcome says why."""
+        self.count += 1
         out = Outcome(pod, CycleState())
         try:
             await self._decide(profile, out)
@@ -136,19 +157,33 @@ class Cycle:
             out.status, out.message = Status.unresolvable(NO_NODES), NO_NODES
             return
         diagnosis = Diagnosis()
+        batch = self.batch(profile)
+        signature: Hashable | None = None
+        hinted: int | None = None
         with self._nominated_pods(table, pod):
             status, allowed = fw.run_pre_filter(state, pod, table)
             if status.rejected:
                 diagnosis.pre_filter = status
                 feasible = table.rows()[:0]
             else:
+                if batch is not None:
+                    signature = fw.sign(pod)
+                    hinted = batch.hint(fw, state, pod, table, signature, self.count)
                 nominated = self._try_nominated(fw, state, pod, table, allowed)
                 if nominated is not None:
                     names = await self._extender_filter(out, table, nominated, Diagnosis())
                     if names:
                         out.node = names[0]
+                        if batch is not None:
+                            batch.store(signature, hinted, table.index[out.node], table, self.count, None)
                         return
                     table = self.cache.table
+                elif batch is not None and hinted is not None and self._fits(fw, state, pod, table, hinted, allowed):
+                    # Batching (no extenders here): the hinted node passes, so it is the choice.
+                    out.node = table.names[hinted]
+                    out.evaluated = out.feasible = 1
+                    batch.store(signature, hinted, hinted, table, self.count, None)
+                    return
                 feasible = self._find(profile, state, pod, table, allowed, diagnosis)
         out.evaluated = len(feasible) + diagnosis.rejected_count()
         if len(feasible) and self.extenders.filters(pod):
@@ -161,13 +196,23 @@ class Cycle:
             return
         if len(feasible) == 1:
             out.node = table.names[int(feasible[0])]
+            if batch is not None:
+                batch.store(signature, hinted, int(feasible[0]), table, self.count, None)
             return
-        totals, _ = fw.prioritize(state, pod, NodeBatch(table, feasible))
-        names = table.name_array()[feasible].tolist()
+        batch_of = NodeBatch(table, feasible)
+        fw.run_pre_score(state, pod, batch_of)
+        raw = fw.score_raw(state, pod, batch_of)
+        normalized = fw.normalize_scores(state, pod, batch_of, raw)
+        totals, _ = fw.weigh(len(feasible), normalized)
         if self.extenders.prioritizers(pod):
+            names = table.name_array()[feasible].tolist()
             extra = await self.extenders.prioritize(pod, table, feasible)
             totals = totals + np.fromiter((extra.get(n, 0) for n in names), dtype=np.int64, count=len(names))
-        out.node = names[select_host(totals, self.rng)]
+        best = select_host(totals, self.rng)
+        chosen = int(feasible[best])
+        out.node = table.names[chosen]
+        if batch is not None:
+            batch.store(signature, hinted, chosen, table, self.count, (feasible, raw, normalized, totals, best))
 
     @contextlib.contextmanager
     def _nominated_pods(self, table: NodeTable, pod: PodInfo) -> Iterator[None]:
@@ -184,6 +229,14 @@ class Cycle:
         finally:
             for row, uid in added:
                 table.remove_pod(row, uid)
+
+    @staticmethod
+    def _fits(
+        fw: Framework, state: CycleState, pod: PodInfo, table: NodeTable, row: int, allowed: frozenset[str] | None
+    ) -> bool:
+        if allowed is not None and table.names[row] not in allowed:
+            return False
+        return bool(len(fw.run_filter(state, pod, NodeBatch(table, np.array([row], dtype=np.intp)), Diagnosis())))
 
     def _try_nominated(
         self, fw: Framework, state: CycleState, pod: PodInfo, table: NodeTable, allowed: frozenset[str] | None

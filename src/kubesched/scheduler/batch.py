@@ -1,0 +1,212 @@
+"""Opportunistic batching (kube-scheduler's OpportunisticBatching, KEP-5598): reuse a cycle's scores.
+
+After a full cycle, the scored candidates other than the chosen node are kept, best first. The
+next pod, if it comes right after (no other attempt between), within 500 ms, and has the same
+signature, is offered the best kept node as a hint; the cycle only filters that one node and takes
+it if it passes (no scoring, the rotating start index stays).
+
+Before the hint, the node chosen last time is checked against the new pod, as v1.35.4 does; if it
+rejects the pod (one pod per node), the kept order holds. If it still fits, v1.35.4 drops the kept
+nodes; kubesched instead rescores that node and puts it back among them, normalizing over all of
+them again: the refinement kube-scheduler adopted in v1.37 ("rescoring"), which lets batches of
+small pods reuse the scores too.
+
+Signatures (`Framework.sign`) exist only when every filtering and scoring plugin can sign the pod,
+and never for a profile with extenders.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from kubesched.core.nodetable import IntColumn, NodeTable, Rows
+from kubesched.core.podinfo import PodInfo
+from kubesched.framework.diagnosis import Diagnosis
+from kubesched.framework.interfaces import MAX_NODE_SCORE, MIN_NODE_SCORE, CycleState, NodeBatch
+from kubesched.framework.runtime import Framework
+
+MAX_BATCH_AGE = 0.5  # seconds (maxBatchAge)
+_TIE_BITS = 30  # keys are total << 30 | random tie-breaker: one argmax picks the best, ties at random
+
+# Results (batch_attempts_total) and flush reasons (batch_cache_flushed_total), upstream's labels.
+NO_HINT, HINT_USED, HINT_NOT_USED = "no_hint", "hint_used", "hint_not_used"
+FLUSH_POD_SKIPPED = "pod_skipped"
+FLUSH_POD_NOMINATED = "pod_nominated"
+FLUSH_INCOMPATIBLE = "pod_incompatible"
+FLUSH_EXPIRED = "expired"
+FLUSH_NODE_MISSING = "node_missing"
+FLUSH_NOT_BATCHABLE = "pod_not_batchable"
+FLUSH_EMPTY_LIST = "empty_list"
+FLUSH_RESCORE = "rescore_error"
+
+
+@dataclass
+class _Kept:
+    """The candidates of the last full cycle, as columns; index ``taken`` is out (the last hint or choice)."""
+
+    signature: Hashable
+    created: float
+    names_generation: int
+    rows: Rows
+    raw: list[IntColumn | None]  # per Score plugin, before normalizing (None: the plugin was skipped)
+    normalized: list[IntColumn | None]  # per Score plugin, after NormalizeScore
+    totals: IntColumn
+    keys: IntColumn
+    ties: IntColumn
+    taken: int
+    shrunk: bool = False  # a node left since the last normalization: normalize everything again
+
+
+@dataclass
+class OpportunisticBatch:
+    """One profile's batch state across cycles."""
+
+    now: Callable[[], float]
+    rng: np.random.Generator
+    kept: _Kept | None = None
+    last_cycle: int = -1
+    last_chosen: str = ""
+    attempts: Counter[str] = field(default_factory=Counter)
+    flushes: Counter[str] = field(default_factory=Counter)
+
+    def _flush(self, reason: str) -> None:
+        self.flushes[reason] += 1
+        self.kept = None
+
+    def hint(
+        self, fw: Framework, state: CycleState, pod: PodInfo, table: NodeTable, signature: Hashable, cycle: int
+    ) -> int | None:
+        """The row to try first for ``pod``, or None (GetNodeHint)."""
+        kept = self.kept
+        row = self._usable(kept, pod, table, signature, cycle) if kept is not None else None
+        if kept is None or row is None:
+            self.attempts[NO_HINT] += 1
+            return None
+        # The node chosen last: if it rejects this pod, the kept order holds; if not, it competes again.
+        fits = len(fw.run_filter(state, pod, NodeBatch(table, np.array([row], dtype=np.intp)), Diagnosis()))
+        if fits:
+            if not self._rescore(fw, state, pod, table, kept):
+                self._flush(FLUSH_RESCORE)
+                self.attempts[NO_HINT] += 1
+                return None
+        else:
+            self._drop_taken(kept)
+            if not len(kept.rows):
+                self._flush(FLUSH_EMPTY_LIST)
+                self.attempts[NO_HINT] += 1
+                return None
+        best = int(kept.keys.argmax())
+        kept.taken = best
+        return int(kept.rows[best])
+
+    def _usable(self, kept: _Kept, pod: PodInfo, table: NodeTable, signature: Hashable, cycle: int) -> int | None:
+        """The row of the node chosen last, if the kept state applies to this pod; else flush it."""
+        if cycle != self.last_cycle + 1:
+            self._flush(FLUSH_POD_SKIPPED)  # another attempt (a failure, another profile) came between
+        elif pod.pod.status.nominated_node_name:
+            return None  # the nominated node goes first; the state stays for the pods after it
+        elif signature is None or signature != kept.signature:
+            self._flush(FLUSH_INCOMPATIBLE)
+        elif self.now() - kept.created > MAX_BATCH_AGE:
+            self._flush(FLUSH_EXPIRED)
+        elif kept.names_generation != table.names_generation or self.last_chosen not in table.index:
+            self._flush(FLUSH_NODE_MISSING)  # rows may now hold other nodes
+        else:
+            return table.index[self.last_chosen]
+        return None
+
+    def _drop_taken(self, kept: _Kept) -> None:
+        keep = np.ones(len(kept.rows), dtype=np.bool_)
+        keep[kept.taken] = False
+        kept.rows, kept.keys, kept.ties, kept.totals = (
+            kept.rows[keep],
+            kept.keys[keep],
+            kept.ties[keep],
+            kept.totals[keep],
+        )
+        kept.raw = [None if r is None else r[keep] for r in kept.raw]
+        kept.normalized = [None if r is None else r[keep] for r in kept.normalized]
+        kept.taken = -1
+        kept.shrunk = True
+
+    def _rescore(self, fw: Framework, state: CycleState, pod: PodInfo, table: NodeTable, kept: _Kept) -> bool:
+        """Fresh raw scores for the taken node, then NormalizeScore over all kept nodes where it can change.
+
+        A plugin without a NormalizeScore of its own changes the taken node's total only; one with it
+        is normalized over all kept nodes again when the taken node's raw score moved or a node left.
+        False when the plugins skip differently than in the full cycle (the kept scores do not apply).
+        """
+        t = kept.taken
+        scratch = state.clone()  # PreScore's writes stay out of the pod's own state
+        everything = NodeBatch(table, kept.rows)
+        fw.run_pre_score(scratch, pod, everything)
+        fresh = fw.score_raw(scratch, pod, NodeBatch(table, kept.rows[t : t + 1]))
+        again = False
+        for i, (column, new) in enumerate(zip(kept.raw, fresh, strict=True)):
+            normalized = kept.normalized[i]
+            if column is None or new is None or normalized is None:
+                if column is not None or new is not None:
+                    return False
+                continue
+            value, old = int(new[0]), int(column[t])
+            column[t] = value
+            if fw.normalizes[i]:
+                if kept.shrunk or value != old:
+                    kept.normalized[i] = fw.normalize_one(i, scratch, pod, everything, column)
+                    again = True
+            else:
+                if not MIN_NODE_SCORE <= value <= MAX_NODE_SCORE:
+                    fw.normalize_one(i, scratch, pod, NodeBatch(table, kept.rows[t : t + 1]), new)  # raises
+                normalized[t] = value
+        kept.shrunk = False
+        if again:
+            kept.totals, _ = fw.weigh(len(kept.rows), kept.normalized)
+            kept.keys = kept.totals << _TIE_BITS | kept.ties
+        else:
+            total = sum(int(n[t]) * w for n, (_, w) in zip(kept.normalized, fw.score, strict=True) if n is not None)
+            kept.totals[t] = total
+            kept.keys[t] = total << _TIE_BITS | int(kept.ties[t])
+        return True
+
+    def store(
+        self,
+        signature: Hashable | None,
+        hinted: int | None,
+        chosen: int,
+        table: NodeTable,
+        cycle: int,
+        scored: tuple[Rows, list[IntColumn | None], list[IntColumn | None], IntColumn, int] | None,
+    ) -> None:
+        """Remember a cycle's choice and, after a full cycle, its scored candidates (StoreScheduleResults).
+
+        ``scored``: the candidates' rows, raw and normalized scores per plugin, totals (before any
+        extender's), and the index of the chosen one.
+        """
+        self.last_cycle = cycle
+        self.last_chosen = table.names[chosen]
+        if hinted is not None and hinted == chosen:
+            self.attempts[HINT_USED] += 1
+            return
+        if hinted is not None:
+            self.attempts[HINT_NOT_USED] += 1
+        if signature is None or scored is None or len(scored[0]) < 2:
+            self._flush(FLUSH_NOT_BATCHABLE if signature is None else FLUSH_EMPTY_LIST)
+            return
+        rows, raw, normalized, totals, taken = scored
+        ties = self.rng.integers(0, 1 << _TIE_BITS, size=len(rows), dtype=np.int64)
+        self.kept = _Kept(
+            signature,
+            self.now(),
+            table.names_generation,
+            rows.copy(),
+            [None if r is None else np.array(r, dtype=np.int64) for r in raw],  # copies: updated in place
+            [None if r is None else np.array(r, dtype=np.int64) for r in normalized],
+            totals.copy(),
+            totals << _TIE_BITS | ties,
+            ties,
+            taken,
+        )
