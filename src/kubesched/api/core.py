@@ -5,8 +5,13 @@ from __future__ import annotations
 import msgspec
 
 
-class _K(msgspec.Struct, rename="camel", omit_defaults=True):
-    """Base for Kubernetes objects: camelCase keys, absent values left out when encoding."""
+class _K(msgspec.Struct, rename="camel", omit_defaults=True, gc=False):
+    """Base for Kubernetes objects: camelCase keys, absent values left out when encoding.
+
+    ``gc=False``: decoded objects are trees (never part of a reference cycle), so the cyclic garbage
+    collector need not track them; with tens of thousands of pods and nodes held, its passes over
+    them were a tenth of the scheduler's time.
+    """
 
 
 class LabelSelectorRequirement(_K):

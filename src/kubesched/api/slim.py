@@ -40,7 +40,7 @@ class NodeFields:
         )
 
 
-class FieldMap(msgspec.Struct):
+class FieldMap(msgspec.Struct, gc=False):
     """Base of the generated label/allocatable structs: read like a dict of the declared keys."""
 
     def get(self, key: str, default: Any = None) -> Any:
@@ -72,15 +72,15 @@ def node_type(fields: NodeFields | None) -> type[Node]:
     labels: Any = dict[str, str] if fields.labels is None else _field_map("Labels", fields.labels, str)
     quantity = str | int | float
     alloc: Any = dict[str, quantity] if fields.resources is None else _field_map("Alloc", fields.resources, quantity)
-    meta = msgspec.defstruct("SlimMeta", [("name", str, ""), ("labels", labels | None, None)])
+    meta = msgspec.defstruct("SlimMeta", [("name", str, ""), ("labels", labels | None, None)], gc=False)
     spec_fields: list[Any] = [("unschedulable", bool, False)]
     if fields.taints:
         spec_fields.append(("taints", list[Taint] | None, None))
-    spec = msgspec.defstruct("SlimSpec", spec_fields)
+    spec = msgspec.defstruct("SlimSpec", spec_fields, gc=False)
     status_fields: list[Any] = [("allocatable", alloc | None, None)]
     if fields.images:
         status_fields.append(("images", list[ContainerImage] | None, None))
-    status = msgspec.defstruct("SlimStatus", status_fields)
+    status = msgspec.defstruct("SlimStatus", status_fields, gc=False)
     # Attributes the table reads stay present (as None) even when not decoded.
     if not fields.taints:
         setattr(spec, "taints", None)  # noqa: B010
@@ -93,5 +93,6 @@ def node_type(fields: NodeFields | None) -> type[Node]:
             ("spec", spec, msgspec.field(default_factory=spec)),
             ("status", status, msgspec.field(default_factory=status)),
         ],
+        gc=False,  # trees, never in a cycle: see api.core._K
     )
     return node  # type: ignore[return-value]

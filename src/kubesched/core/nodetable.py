@@ -280,6 +280,10 @@ class NodeTable:
             self.generation += 1
         return pod
 
+    def has_affinity_pods(self) -> bool:
+        """Whether any pod on the table sets pod affinity or anti-affinity."""
+        return bool(self._affinity_pods)
+
     def pods_with_affinity(self) -> list[tuple[int, PodInfo]]:
         """(row, pod) for the pods that set pod affinity or anti-affinity (kept as pods come and go,
         as kube-scheduler's cache keeps its PodsWithAffinity list, so no cycle walks every pod)."""
@@ -337,9 +341,26 @@ class NodeTable:
         Keys: a resource name, `nonzero:cpu`, `nonzero:memory`, `#pods` (pod count), `#hostports`
         (host ports the pods use, so port checks can visit only rows that have some).
         """
+        col = self._requested.get(resource)
+        if col is not None:
+            return col[: self._n]
         return self._column(
             self._requested, resource, lambda row: sum(_usage(p, resource) for p in self._pods[row].values())
         )
+
+    # One row's values as Python ints: scoring or filtering one node needs no arrays.
+
+    def allocatable_at(self, resource: str, row: int) -> int:
+        col = self._static_int.get(resource)
+        return int((col if col is not None else self.allocatable(resource))[row])
+
+    def requested_at(self, key: str, row: int) -> int:
+        col = self._requested.get(key)
+        return int((col if col is not None else self.requested(key))[row])
+
+    def free_at(self, resource: str, row: int) -> int:
+        col = self._free_cols.get(_usage_key(resource))
+        return int((col if col is not None else self.free(resource))[row])
 
     def pod_count(self) -> IntColumn:
         return self.requested("#pods")

@@ -80,6 +80,9 @@ class Framework:
     def arranged(self) -> None:
         """Derive what follows from the extension points' lists; call again after changing them."""
         self._stages = _stages(self.filter)
+        self._stage_names = {
+            stage: frozenset(p.name for p in stage) for stage in self._stages if isinstance(stage, tuple)
+        }
         # Opportunistic batching needs every plugin that filters or scores to sign pods (as upstream).
         deciders = list(dict.fromkeys([*self.pre_filter, *self.filter, *self.pre_score, *(p for p, _ in self.score)]))
         self.signers: list[SignPlugin] | None = (
@@ -195,6 +198,8 @@ class Framework:
             if batch.rows is not rows:
                 batch = NodeBatch(nodes.table, rows)
             verdicts = plugin.filter(state, pod, batch)
+            if verdicts.all_passed:
+                continue
             failed = verdicts.failed if verdicts.failed is not None else verdicts.codes != 0
             if not failed.any():
                 continue
@@ -216,7 +221,12 @@ class Framework:
         rows: Rows,
         diagnosis: Diagnosis,
     ) -> Rows:
-        active = stage if not state.skip_filter else tuple([p for p in stage if p.name not in state.skip_filter])
+        skip = state.skip_filter
+        active = (
+            stage
+            if not skip or skip.isdisjoint(self._stage_names[stage])
+            else tuple(p for p in stage if p.name not in skip)
+        )
         if not active:
             return rows
         # The pod's shapes for this stage are computed once per pod (pods are tried again and again).
@@ -232,6 +242,8 @@ class Framework:
             table.derived[key] = cached
         codes_all: npt.NDArray[np.int32] = cached[0]
         statuses: tuple[Status, ...] = cached[1]
+        if len(rows) == 1 and not codes_all[rows[0]]:
+            return rows  # one node (a hinted or nominated one) that passes: no arrays needed
         codes = codes_all[rows]
         failed = codes != 0
         if not failed.any():

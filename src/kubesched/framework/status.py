@@ -73,7 +73,7 @@ class Verdicts:
     A plain slotted class, not a dataclass: one is made per plugin per pod, on the hot path.
     """
 
-    __slots__ = ("codes", "failed", "statuses")
+    __slots__ = ("all_passed", "codes", "failed", "statuses")
 
     def __init__(
         self, codes: Codes, statuses: Sequence[Status] = (), failed: npt.NDArray[np.bool_] | None = None
@@ -81,13 +81,16 @@ class Verdicts:
         self.codes = codes
         self.statuses = statuses
         self.failed = failed  # codes != 0, when the plugin has it at hand
+        self.all_passed = False  # True only from all_pass(): lets the framework skip looking
 
     def __repr__(self) -> str:
         return f"Verdicts(codes={self.codes!r}, statuses={self.statuses!r})"
 
     @staticmethod
     def all_pass(n: int) -> Verdicts:
-        return Verdicts(np.zeros(n, dtype=np.int32), (), np.zeros(n, dtype=np.bool_))
+        verdicts = Verdicts(np.zeros(n, dtype=np.int32), (), np.zeros(n, dtype=np.bool_))
+        verdicts.all_passed = True
+        return verdicts
 
     @staticmethod
     def from_mask(failed: npt.NDArray[np.bool_], status: Status) -> Verdicts:

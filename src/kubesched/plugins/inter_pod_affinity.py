@@ -55,6 +55,9 @@ _SCORE_KEY = "InterPodAffinity/score"
 _PODS_KEY = "InterPodAffinity/pods"
 
 
+_SKIPPED = PreFilterResult(SKIP)
+
+
 class InterPodAffinityArgs(msgspec.Struct, rename="camel", forbid_unknown_fields=True):
     hard_pod_affinity_weight: int = 1
     ignore_preferred_terms_of_existing_pods: bool = False
@@ -135,6 +138,8 @@ class InterPodAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
         terms = pod_terms(pod)
         if terms.error:
             return PreFilterResult(Status.unresolvable(f"parsing pod: {terms.error}"))
+        if not terms.required_affinity and not terms.required_anti_affinity and not table.has_affinity_pods():
+            return _SKIPPED  # nothing to count: no terms here, no pod with terms there
         namespaces: dict[str, Mapping[str, str] | None] = {}
         own = self._namespace(namespaces, pod.namespace) or {}
         s = FilterState(terms, {}, {}, {}, own, namespaces)
@@ -242,6 +247,8 @@ class InterPodAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
         if terms.error:
             return Status.error(f"failed to parse pod: {terms.error}")
         table = nodes.table
+        if not preferred and not table.has_affinity_pods():
+            return SKIP  # no preferred terms here, no pod with terms there: every score would be 0
         namespaces: dict[str, Mapping[str, str] | None] = {}
         own = self._namespace(namespaces, pod.namespace) or {}
         scores: dict[str, dict[str, int]] = {}

@@ -169,7 +169,7 @@ def allocation_at(
     if columns is None:
         return None
     used_key, pod_request = columns
-    return int(table.allocatable(name)[row]), int(table.requested(used_key)[row]) + pod_request
+    return table.allocatable_at(name, row), table.requested_at(used_key, row) + pod_request
 
 
 def tdiv(a: IntColumn, b: int) -> IntColumn:
@@ -337,7 +337,8 @@ class NodeResourcesFit(FilterPlugin, ScorePlugin, SignPlugin):
         if len(rows) == 1:
             # One node (a nominated or hinted one): plain ints beat numpy's per-call cost.
             row = int(rows[0])
-            if all(int(table.free(name)[row]) >= request for name, request in checks):
+            free_at = table.free_at
+            if all(free_at(name, row) >= request for name, request in checks):
                 return Verdicts.all_pass(1)
         # Fast path: one comparison per resource against the free columns the table keeps current.
         short = table.free("pods")[rows] < 1

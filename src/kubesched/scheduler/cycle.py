@@ -33,6 +33,7 @@ from kubesched.scheduler.extenders import ExtenderError, ExtenderSet
 from kubesched.scheduler.pluginmanager import Profile
 
 NO_NODES = "no nodes available to schedule pods"
+_NOTHING = contextlib.nullcontext()
 EXTENDER = "Extender"
 MIN_FEASIBLE_NODES_TO_FIND = 100
 MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5
@@ -119,16 +120,15 @@ class Cycle:
         self.rng = rng or random.Random()
         self.next_start = 0
         self.count = 0  # scheduling cycles so far: batching needs to know that no other came between
-        # Opportunistic batching, per profile (upstream: the OpportunisticBatching feature gate);
-        # never with extenders, as upstream.
-        self.batching = batching and not len(self.extenders)
+        # Opportunistic batching, per profile (upstream: the OpportunisticBatching feature gate).
+        self.batching = batching
         self.now = now
         self._batches: dict[str, tuple[Profile, OpportunisticBatch]] = {}
 
     def batch(self, profile: Profile) -> OpportunisticBatch | None:
         """The profile's batch state (new after a reload), or None without batching."""
-        if not self.batching or profile.framework.signers is None:
-            return None
+        if not self.batching or profile.framework.signers is None or len(self.extenders):
+            return None  # never with extenders, as upstream
         entry = self._batches.get(profile.name)
         if entry is None or entry[0] is not profile:
             batch = OpportunisticBatch(self.now, np.random.default_rng(self.rng.getrandbits(64)))
@@ -160,7 +160,7 @@ class Cycle:
         batch = self.batch(profile)
         signature: Hashable | None = None
         hinted: int | None = None
-        with self._nominated_pods(table, pod):
+        with self._nominated_pods(table, pod) if len(self.nominator) else _NOTHING:
             status, allowed = fw.run_pre_filter(state, pod, table)
             if status.rejected:
                 diagnosis.pre_filter = status
