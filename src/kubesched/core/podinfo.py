@@ -6,6 +6,8 @@ from collections.abc import Hashable
 from dataclasses import dataclass
 from functools import cached_property
 
+import msgspec
+
 from kubesched.api.core import Container, Pod, Toleration
 from kubesched.core.quantity import resource_value
 
@@ -23,11 +25,47 @@ class HostPort:
     port: int
 
 
-class PodInfo:
-    """What the scheduling plugins read of one pod. Cheap fields are set at once; the request vector,
-    ports and images are computed on first use (an extender request may need none of them)."""
+class PodSpecInfo:
+    """What is derived from a pod's spec, labels and namespace: shared by pods equal in those (a
+    ReplicaSet's), so each ReplicaSet is compiled once. Computed on first use (an extender request may
+    need none of it); ``cache`` holds what plugins derive from the same, by keys of their own."""
 
     def __init__(self, pod: Pod) -> None:
+        self.pod = pod  # the first pod of this spec: only its spec, labels and namespace are read
+        self.tolerations: tuple[Toleration, ...] = tuple(pod.spec.tolerations or ())
+        self.cache: dict[Hashable, object] = {}
+
+    @cached_property
+    def computed(self) -> tuple[dict[str, int], int, int]:
+        return compute_requests(self.pod)
+
+    @cached_property
+    def requests_key(self) -> tuple[tuple[tuple[str, int], ...], int, int]:
+        requests, cpu, memory = self.computed
+        return tuple(sorted(requests.items())), cpu, memory
+
+    @cached_property
+    def host_ports(self) -> tuple[HostPort, ...]:
+        return _host_ports(self.pod)
+
+    @cached_property
+    def containers(self) -> list[Container]:
+        return list(self.pod.spec.init_containers or ()) + list(self.pod.spec.containers or ())
+
+    @cached_property
+    def images(self) -> tuple[str, ...]:
+        return tuple(normalized_image(c.image) for c in self.containers if c.image)
+
+    @cached_property
+    def has_pod_affinity(self) -> bool:
+        affinity = self.pod.spec.affinity
+        return affinity is not None and (affinity.pod_affinity is not None or affinity.pod_anti_affinity is not None)
+
+
+class PodInfo:
+    """What the scheduling plugins read of one pod: its identity here, the rest in its `PodSpecInfo`."""
+
+    def __init__(self, pod: Pod, spec: PodSpecInfo | None = None) -> None:
         meta = pod.metadata
         self.pod = pod
         self.key = f"{meta.namespace}/{meta.name}"
@@ -36,52 +74,44 @@ class PodInfo:
         self.name = meta.name
         self.labels: dict[str, str] = meta.labels or {}
         self.priority: int = pod.spec.priority or 0
-        self.tolerations: tuple[Toleration, ...] = tuple(pod.spec.tolerations or ())
-        self.cache: dict[Hashable, object] = {}  # what plugins derive from the pod, by a key of their own
-
-    @cached_property
-    def _computed(self) -> tuple[dict[str, int], int, int]:
-        return compute_requests(self.pod)
+        self.shared = shared = spec if spec is not None else PodSpecInfo(pod)
+        self.tolerations = shared.tolerations
+        self.cache = shared.cache  # what plugins derive from the spec, labels and namespace
 
     @property
     def requests(self) -> dict[str, int]:
         """Requests per resource (cpu in millicores), as kube-scheduler computes them."""
-        return self._computed[0]
+        return self.shared.computed[0]
 
     @property
     def non_zero_cpu(self) -> int:
-        return self._computed[1]
+        return self.shared.computed[1]
 
     @property
     def non_zero_memory(self) -> int:
-        return self._computed[2]
+        return self.shared.computed[2]
 
-    @cached_property
+    @property
     def requests_key(self) -> tuple[tuple[tuple[str, int], ...], int, int]:
         """The request vector as one hashable value: equal keys, equal resource verdicts and scores."""
-        return tuple(sorted(self.requests.items())), self.non_zero_cpu, self.non_zero_memory
+        return self.shared.requests_key
 
-    @cached_property
+    @property
     def host_ports(self) -> tuple[HostPort, ...]:
-        return _host_ports(self.pod)
+        return self.shared.host_ports
 
-    @cached_property
+    @property
     def images(self) -> tuple[str, ...]:
-        return tuple(normalized_image(c.image) for c in self._containers if c.image)
+        return self.shared.images
 
     @property
     def container_count(self) -> int:
-        return len(self._containers)
+        return len(self.shared.containers)
 
-    @cached_property
-    def _containers(self) -> list[Container]:
-        return list(self.pod.spec.init_containers or ()) + list(self.pod.spec.containers or ())
-
-    @cached_property
+    @property
     def has_pod_affinity(self) -> bool:
         """The pod sets podAffinity or podAntiAffinity (kube-scheduler's PodsWithAffinity)."""
-        affinity = self.pod.spec.affinity
-        return affinity is not None and (affinity.pod_affinity is not None or affinity.pod_anti_affinity is not None)
+        return self.shared.has_pod_affinity
 
     @property
     def requests_nothing(self) -> bool:
@@ -89,6 +119,31 @@ class PodInfo:
 
     def __repr__(self) -> str:
         return f"PodInfo({self.key})"
+
+
+class PodCompiler:
+    """Compiles pods, sharing one `PodSpecInfo` among pods of equal spec, labels and namespace.
+
+    The key is the encoded spec: a cheap price next to compiling a spec again for each of a
+    ReplicaSet's pods. Bounded: emptied when it holds ``limit`` specs.
+    """
+
+    def __init__(self, limit: int = 4096) -> None:
+        self._limit = limit
+        self._specs: dict[tuple[str, bytes, bytes], PodSpecInfo] = {}
+
+    def __call__(self, pod: Pod) -> PodInfo:
+        meta = pod.metadata
+        key = (meta.namespace, _encode(meta.labels), _encode(pod.spec))
+        spec = self._specs.get(key)
+        if spec is None:
+            if len(self._specs) >= self._limit:
+                self._specs.clear()
+            spec = self._specs[key] = PodSpecInfo(pod)
+        return PodInfo(pod, spec)
+
+
+_encode = msgspec.json.Encoder().encode
 
 
 def _container_requests(c: Container) -> dict[str, int]:

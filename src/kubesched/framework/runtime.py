@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import random
-import weakref
 from collections.abc import Hashable
 from dataclasses import dataclass
 
@@ -92,7 +91,7 @@ class Framework:
         )
         # Score plugins with a NormalizeScore of their own (their scores depend on the other candidates).
         self.normalizes = [type(p).normalize is not ScorePlugin.normalize for p, _ in self.score]
-        self._signatures: weakref.WeakKeyDictionary[PodInfo, Hashable | None] = weakref.WeakKeyDictionary()
+        self._sign_key = object()  # where this framework keeps a pod's signature in PodInfo.cache
 
     @classmethod
     def build(cls, spec: ProfileSpec, registry: Registry, handle: Handle | None = None, path: str = "") -> Framework:
@@ -121,10 +120,9 @@ class Framework:
         """
         if self.signers is None:
             return None
-        try:
-            return self._signatures[pod]
-        except KeyError:
-            pass
+        cache = pod.cache  # shared by pods of equal spec, labels and namespace: signed once for all
+        if self._sign_key in cache:
+            return cache[self._sign_key]
         fragments: list[object] = [pod.pod.spec.scheduler_name]
         signature: Hashable | None = None
         for plugin in self.signers:
@@ -134,7 +132,7 @@ class Framework:
             fragments.append(part)
         else:
             signature = tuple(fragments)
-        self._signatures[pod] = signature
+        cache[self._sign_key] = signature
         return signature
 
     # ---- PreFilter / Filter -------------------------------------------------------------------
@@ -212,6 +210,51 @@ class Framework:
             rows = rows[~failed]
         return rows
 
+    def passes(self, state: CycleState, pod: PodInfo, table: NodeTable, row: int) -> bool:
+        """Whether one node passes every Filter plugin (a hinted node): `run_filter` without the diagnosis."""
+        one: Rows | None = None
+        for stage in self._stages:
+            if isinstance(stage, tuple):
+                skip = state.skip_filter
+                active = (
+                    stage
+                    if not skip or skip.isdisjoint(self._stage_names[stage])
+                    else tuple(p for p in stage if p.name not in skip)
+                )
+                if active and self._static_codes(active, state, pod, table)[0][row]:
+                    return False
+                continue
+            if stage.name in state.skip_filter:
+                continue
+            if one is None:
+                one = np.array([row], dtype=np.intp)
+            verdicts = stage.filter(state, pod, NodeBatch(table, one))
+            if verdicts.all_passed:
+                continue
+            if verdicts.codes[0]:
+                status = verdicts.statuses[int(verdicts.codes[0]) - 1]
+                if status.code == Code.ERROR:
+                    raise FrameworkError(status.with_plugin(stage.name))
+                return False
+        return True
+
+    def _static_codes(
+        self, active: tuple[StaticFilterPlugin, ...], state: CycleState, pod: PodInfo, table: NodeTable
+    ) -> tuple[npt.NDArray[np.int32], tuple[Status, ...]]:
+        """The stage's first failing status per row of the table, cached per pod shape."""
+        # The pod's shapes for this stage are computed once per pod (pods are tried again and again).
+        shapes = pod.cache.get(active)
+        if shapes is None:
+            shapes = pod.cache[active] = tuple([p.shape(pod) for p in active])
+        key = (self, active, shapes)
+        cached = table.derived.get(key)
+        if cached is None:
+            cached = self._static_verdicts(active, state, pod, table)
+            if len(table.derived) > 1024:  # many shapes: keep memory bounded
+                table.derived.clear()
+            table.derived[key] = cached
+        return cached
+
     def _run_static(
         self,
         stage: tuple[StaticFilterPlugin, ...],
@@ -229,19 +272,7 @@ class Framework:
         )
         if not active:
             return rows
-        # The pod's shapes for this stage are computed once per pod (pods are tried again and again).
-        shapes = pod.cache.get(active)
-        if shapes is None:
-            shapes = pod.cache[active] = tuple([p.shape(pod) for p in active])
-        key = (self, active, shapes)
-        cached = table.derived.get(key)
-        if cached is None:
-            cached = self._static_verdicts(active, state, pod, table)
-            if len(table.derived) > 1024:  # many shapes: keep memory bounded
-                table.derived.clear()
-            table.derived[key] = cached
-        codes_all: npt.NDArray[np.int32] = cached[0]
-        statuses: tuple[Status, ...] = cached[1]
+        codes_all, statuses = self._static_codes(active, state, pod, table)
         if len(rows) == 1 and not codes_all[rows[0]]:
             return rows  # one node (a hinted or nominated one) that passes: no arrays needed
         codes = codes_all[rows]

@@ -25,7 +25,6 @@ import numpy as np
 
 from kubesched.core.nodetable import IntColumn, NodeTable, Rows
 from kubesched.core.podinfo import PodInfo
-from kubesched.framework.diagnosis import Diagnosis
 from kubesched.framework.interfaces import MAX_NODE_SCORE, MIN_NODE_SCORE, CycleState, NodeBatch
 from kubesched.framework.runtime import Framework
 
@@ -87,8 +86,7 @@ class OpportunisticBatch:
             self.attempts[NO_HINT] += 1
             return None
         # The node chosen last: if it rejects this pod, the kept order holds; if not, it competes again.
-        fits = len(fw.run_filter(state, pod, NodeBatch(table, np.array([row], dtype=np.intp)), Diagnosis()))
-        if fits:
+        if fw.passes(state, pod, table, row):
             if not self._rescore(fw, state, pod, table, kept):
                 self._flush(FLUSH_RESCORE)
                 self.attempts[NO_HINT] += 1

@@ -236,7 +236,7 @@ class Cycle:
     ) -> bool:
         if allowed is not None and table.names[row] not in allowed:
             return False
-        return bool(len(fw.run_filter(state, pod, NodeBatch(table, np.array([row], dtype=np.intp)), Diagnosis())))
+        return fw.passes(state, pod, table, row)
 
     def _try_nominated(
         self, fw: Framework, state: CycleState, pod: PodInfo, table: NodeTable, allowed: frozenset[str] | None
