@@ -160,7 +160,8 @@ class Cycle:
         batch = self.batch(profile)
         signature: Hashable | None = None
         hinted: int | None = None
-        with self._nominated_pods(table, pod) if len(self.nominator) else _NOTHING:
+        added: dict[int, list[PodInfo]] = {}
+        with self._nominated_pods(table, pod, added) if len(self.nominator) else _NOTHING:
             status, allowed = fw.run_pre_filter(state, pod, table)
             if status.rejected:
                 diagnosis.pre_filter = status
@@ -169,22 +170,17 @@ class Cycle:
                 if batch is not None:
                     signature = fw.sign(pod)
                     hinted = batch.hint(fw, state, pod, table, signature, self.count)
-                nominated = self._try_nominated(fw, state, pod, table, allowed)
-                if nominated is not None:
-                    names = await self._extender_filter(out, table, nominated, Diagnosis())
-                    if names:
-                        out.node = names[0]
-                        if batch is not None:
-                            batch.store(signature, hinted, table.index[out.node], table, self.count, None)
-                        return
+                first = await self._first_choice(out, fw, table, allowed, hinted, added)
+                if first is not None:
                     table = self.cache.table
-                elif batch is not None and hinted is not None and self._fits(fw, state, pod, table, hinted, allowed):
-                    # Batching (no extenders here): the hinted node passes, so it is the choice.
-                    out.node = table.names[hinted]
-                    out.evaluated = out.feasible = 1
-                    batch.store(signature, hinted, hinted, table, self.count, None)
+                    out.node = table.names[first]
+                    if batch is not None:
+                        batch.store(signature, hinted, first, table, self.count, None)
                     return
+                table = self.cache.table
                 feasible = self._find(profile, state, pod, table, allowed, diagnosis)
+                if added:
+                    feasible = self._second_pass(fw, pod, table, feasible, added, diagnosis)
         out.evaluated = len(feasible) + diagnosis.rejected_count()
         if len(feasible) and self.extenders.filters(pod):
             names = await self._extender_filter(out, table, feasible, diagnosis)
@@ -215,20 +211,83 @@ class Cycle:
             batch.store(signature, hinted, chosen, table, self.count, (feasible, raw, normalized, totals, best))
 
     @contextlib.contextmanager
-    def _nominated_pods(self, table: NodeTable, pod: PodInfo) -> Iterator[None]:
-        """Count nominated pods at least as important as ``pod`` on their nodes while it filters."""
-        added: list[tuple[int, str]] = []
-        if len(self.nominator):
-            for node, other in self.nominator.ahead_of(pod):
-                row = table.index.get(node)
-                if row is not None and self.cache.pod_node(other.uid) is None:
-                    table.add_pod(row, other)
-                    added.append((row, other.uid))
+    def _nominated_pods(self, table: NodeTable, pod: PodInfo, added: dict[int, list[PodInfo]]) -> Iterator[None]:
+        """Count nominated pods at least as important as ``pod`` on their nodes while it filters.
+
+        ``added`` receives them by row, for the second pass (`_second_pass`).
+        """
+        for node, other in self.nominator.ahead_of(pod):
+            row = table.index.get(node)
+            if row is not None and self.cache.pod_node(other.uid) is None:
+                table.add_pod(row, other)
+                added.setdefault(row, []).append(other)
         try:
             yield
         finally:
-            for row, uid in added:
-                table.remove_pod(row, uid)
+            for row, pods in added.items():
+                for other in pods:
+                    table.remove_pod(row, other.uid)
+
+    def _second_pass(
+        self,
+        fw: Framework,
+        pod: PodInfo,
+        table: NodeTable,
+        rows: Rows,
+        added: dict[int, list[PodInfo]],
+        diagnosis: Diagnosis,
+    ) -> Rows:
+        """kube-scheduler's second filter pass: a node counted with nominated pods must also pass without them.
+
+        Pod affinity, for one, may hold only thanks to a nominated pod that may yet land elsewhere.
+        """
+        again = np.isin(rows, np.fromiter(added, dtype=np.intp, count=len(added)))
+        if not added or not again.any():
+            return rows
+        for row, pods in added.items():
+            for other in pods:
+                table.remove_pod(row, other.uid)
+        try:
+            state = CycleState()
+            status, _ = fw.run_pre_filter(state, pod, table)
+            if status.rejected:
+                passed = rows[:0]
+                diagnosis.add(rows[again], np.ones(int(again.sum()), dtype=np.int32), (status,))
+            else:
+                passed = fw.run_filter(state, pod, NodeBatch(table, rows[again]), diagnosis)
+        finally:
+            for row, pods in added.items():
+                for other in pods:
+                    table.add_pod(row, other)
+        keep = ~again
+        keep[np.flatnonzero(again)[np.isin(rows[again], passed)]] = True
+        kept: Rows = rows[keep]
+        return kept
+
+    async def _first_choice(
+        self,
+        out: Outcome,
+        fw: Framework,
+        table: NodeTable,
+        allowed: frozenset[str] | None,
+        hinted: int | None,
+        added: dict[int, list[PodInfo]],
+    ) -> int | None:
+        """A node taken without search: the pod's nominated node if it passes (and the filter extenders),
+        else the batch's hint if it passes (no extenders then); both also pass the second pass."""
+        pod, state = out.pod, out.state
+        nominated = self._try_nominated(fw, state, pod, table, allowed)
+        if nominated is not None and added:
+            nominated = self._second_pass(fw, pod, table, nominated, added, Diagnosis())
+        if nominated is not None and len(nominated):
+            names = await self._extender_filter(out, table, nominated, Diagnosis())
+            return self.cache.table.index[names[0]] if names else None
+        if hinted is None or not self._fits(fw, state, pod, table, hinted, allowed):
+            return None
+        if hinted in added and not len(self._second_pass(fw, pod, table, np.array([hinted]), added, Diagnosis())):
+            return None
+        out.evaluated = out.feasible = 1
+        return hinted
 
     @staticmethod
     def _fits(

@@ -95,6 +95,30 @@ async def test_nominated_pods_keep_their_room_from_less_important_pods() -> None
     assert high.node == "only"
 
 
+async def test_a_node_must_also_pass_without_the_nominated_pods_counted_there() -> None:
+    # The pod's required affinity holds on "a" only thanks to a pod nominated there, which may yet land
+    # elsewhere: kube-scheduler's second filter pass (without nominated pods) rejects "a".
+    cache = cache_of([make_node("a", labels={"kubernetes.io/hostname": "a"})])
+    nominator = Nominator()
+    cycle = Cycle(cache, nominator=nominator)
+    nominated = make_pod("leader", requests={"cpu": "100m"}, priority=100)
+    nominated.labels["app"] = "x"
+    nominator.add(nominated, "a")
+    term = {"labelSelector": {"matchLabels": {"app": "x"}}, "topologyKey": "kubernetes.io/hostname"}
+    follower = make_pod(
+        "follower",
+        requests={"cpu": "100m"},
+        affinity={"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}},
+    )
+    out = await cycle.run(default_profile(), follower)
+    assert out.node is None and out.message.startswith(
+        "0/1 nodes are available: 1 node(s) didn't match pod affinity rules."
+    )
+    cache.table.add_pod(cache.table.index["a"], nominated)  # now it is there for real
+    nominator.remove(nominated.uid)
+    assert (await cycle.run(default_profile(), follower)).node == "a"
+
+
 async def test_the_failure_message_counts_reasons_and_names_rejecting_plugins() -> None:
     cache = cache_of([make_node("a", unschedulable=True), make_node("b"), make_node("c")])
     out = await Cycle(cache).run(default_profile(), make_pod("p", requests={"cpu": "100"}))
