@@ -93,6 +93,10 @@ class NodeTable:
         self._free_cols: dict[str, IntColumn] = {}  # by usage key, kept current row by row like the requested ones
         self._affinity_pods: dict[str, tuple[int, PodInfo]] = {}
         self._names_gen = 0
+        # kube-scheduler's node tree: rows per zone in the order nodes came, zones in the order first seen.
+        self._zones: dict[str, list[int]] = {}
+        self._zone_of: dict[int, str] = {}
+        self._order: Rows | None = None
         self._name_array: npt.NDArray[np.object_] | None = None
         self._name_array_gen = -1
 
@@ -110,6 +114,33 @@ class NodeTable:
     def rows(self) -> Rows:
         """All live rows, in row order."""
         return np.flatnonzero(self._alive[: self._n])
+
+    def ordered_rows(self) -> Rows:
+        """All live rows, zones interleaved as kube-scheduler's node tree lists them: the first node of
+        each zone, then the second of each, and so on (so a share of the nodes spans the zones)."""
+        if self._order is None:
+            lists = list(self._zones.values())
+            order = [zone[i] for i in range(max(map(len, lists), default=0)) for zone in lists if i < len(zone)]
+            self._order = np.asarray(order, dtype=np.intp)
+        return self._order
+
+    def _place_in_zone(self, row: int, node: Node) -> None:
+        zone = zone_key(node)
+        if self._zone_of.get(row) == zone:
+            return
+        self._leave_zone(row)
+        self._zones.setdefault(zone, []).append(row)
+        self._zone_of[row] = zone
+        self._order = None
+
+    def _leave_zone(self, row: int) -> None:
+        zone = self._zone_of.pop(row, None)
+        if zone is not None:
+            rows = self._zones[zone]
+            rows.remove(row)
+            if not rows:
+                del self._zones[zone]
+            self._order = None
 
     def rows_for(self, names: list[str]) -> Rows:
         """Rows of the named nodes, in the given order; names this table does not know are left out."""
@@ -205,6 +236,7 @@ class NodeTable:
             if old is None or _static_fields_differ(old, node):
                 self._static_changed()
         self._refresh_static(row, node)
+        self._place_in_zone(row, node)
         self.generation += 1
         return row
 
@@ -230,6 +262,7 @@ class NodeTable:
             return None
         self._names_gen += 1
         self._static_changed()
+        self._leave_zone(row)
         node = self.nodes[row]
         self.nodes[row] = None
         self._alive[row] = False
@@ -423,6 +456,20 @@ class NodeTable:
             yield from pod.host_ports
 
 
+def zone_key(node: Node) -> str:
+    """kube-scheduler's GetZoneKey: region and zone (beta labels first), "" when neither is set."""
+    labels: Any = node.metadata.labels
+    if not labels:
+        return ""
+    zone = labels.get("failure-domain.beta.kubernetes.io/zone")
+    if zone is None:
+        zone = labels.get("topology.kubernetes.io/zone") or ""
+    region = labels.get("failure-domain.beta.kubernetes.io/region")
+    if region is None:
+        region = labels.get("topology.kubernetes.io/region") or ""
+    return f"{region}:\x00:{zone}" if region or zone else ""
+
+
 def _static_fields_differ(a: Node, b: Node) -> bool:
     return (
         a.metadata.labels != b.metadata.labels
@@ -471,4 +518,6 @@ def table_of(nodes: Iterable[Node]) -> NodeTable:
     table._pods = [{} for _ in nodes]
     table._alive[: table._n] = True
     table._names_gen += 1
+    for row, node in enumerate(nodes):
+        table._place_in_zone(row, node)
     return table

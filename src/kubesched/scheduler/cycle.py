@@ -318,7 +318,7 @@ class Cycle:
     ) -> Rows:
         """Filter from the rotating start until enough nodes are feasible."""
         fw = profile.framework
-        rows = table.rows()
+        rows = table.ordered_rows()  # zones interleaved, as kube-scheduler lists its snapshot's nodes
         live = len(rows)
         if allowed is not None:
             names = table.names
