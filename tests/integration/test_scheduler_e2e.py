@@ -347,6 +347,16 @@ def test_an_unschedulable_pod_gets_the_condition_and_events_kube_scheduler_write
             and event["regarding"]["uid"] == get(cp, ns, "too-big")["metadata"]["uid"]
         )
         assert sched.metric("scheduler_schedule_attempts_total", profile=run.scheduler, result="unschedulable") >= 1
+        # Another failed attempt (a node that does not fit either moves the pod): client-go's recorder makes
+        # the same Event a series instead of writing a second one.
+        with nodes(cp, run, {"tiny": {"allocatable": {"cpu": "1", "memory": "1Gi", "pods": "110"}}}):
+
+            def series() -> list[dict[str, Any]]:
+                return [e for e in events(cp, ns, "too-big") if e["reason"] == "FailedScheduling" and e.get("series")]
+
+            again = eventually(series, "a FailedScheduling series", timeout=30)
+            assert again[0]["series"]["count"] >= 2 and again[0]["metadata"]["name"] == event["metadata"]["name"]
+            assert len([e for e in events(cp, ns, "too-big") if e["reason"] == "FailedScheduling"]) == 1
         # A node that fits: the pool moves the pod and it is bound.
         with nodes(cp, run, {"huge": {"allocatable": {"cpu": "128", "memory": "64Gi", "pods": "110"}}}):
             assert eventually(lambda: node_of(cp, ns, "too-big"), "too-big bound after a node was added") == run.node(

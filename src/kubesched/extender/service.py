@@ -20,7 +20,7 @@ from kubesched.api.slim import node_type
 from kubesched.cluster.cache import ClusterCache
 from kubesched.cluster.kubeclient import APIError, KubeClient
 from kubesched.core.nodetable import NodeTable, Rows, table_of
-from kubesched.core.podinfo import PodInfo, compile_pod
+from kubesched.core.podinfo import PodCompiler, PodInfo
 from kubesched.core.quantity import QuantityError
 from kubesched.extender.replies import filter_reply, priorities_reply, quote_all
 from kubesched.framework.interfaces import CycleState, NodeBatch
@@ -60,6 +60,8 @@ class ExtenderService:
         self.cache = cache
         self.client = client
         self.rng = random.Random()
+        # A workload's pods repeat one spec: its requests, images and signatures are compiled once.
+        self._compile = PodCompiler()
         # Full-node requests decode only the fields the policy's plugins read.
         self._node = msgspec.json.Decoder(node_type(framework.node_fields()))
         self._quoted_gen = -1
@@ -99,7 +101,7 @@ class ExtenderService:
         if args.Nodes is None and args.NodeNames is None:
             raise BadRequest("invalid ExtenderArgs: both Nodes and NodeNames are null; one must list the candidates")
         try:
-            return args, compile_pod(args.Pod)
+            return args, self._compile(args.Pod)
         except ValueError as err:
             raise BadRequest(f"invalid ExtenderArgs: Pod: {err}") from None
 
@@ -251,7 +253,7 @@ class ExtenderService:
             raise BadRequest(str(err)) from None
         if args.Pod is None:
             raise BadRequest("invalid ExtenderPreemptionArgs: Pod is missing or null")
-        pod = compile_pod(args.Pod)
+        pod = self._compile(args.Pod)
         proposal: dict[str, tuple[list[str], int]] = {}
         for node, v in (args.NodeNameToMetaVictims or {}).items():
             if v is not None:

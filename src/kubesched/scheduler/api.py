@@ -28,17 +28,13 @@ from kubesched.api.policy import PodDisruptionBudget
 from kubesched.cluster.kubeclient import APIError, KubeClient
 from kubesched.core.podinfo import PodInfo
 from kubesched.framework.interfaces import ClusterAPIError
+from kubesched.scheduler.events import EventRecorder, micro_time
 from kubesched.scheduler.http1 import Pool
 
 log = logging.getLogger("kubesched.scheduler")
 NOTE_LENGTH_LIMIT = 1024
 STRATEGIC = "application/strategic-merge-patch+json"
 MERGE = "application/merge-patch+json"
-
-
-def micro_time(ts: float | None = None) -> str:
-    """A metav1.MicroTime: RFC 3339 with microseconds, UTC."""
-    return datetime.fromtimestamp(time.time() if ts is None else ts, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 def rfc3339(ts: float | None = None) -> str:
@@ -99,6 +95,8 @@ class APIBackend:
         self.namespaces: dict[str, dict[str, str]] = {}
         self._reported: dict[str, tuple[str, str, str | None]] = {}  # uid -> last (reason, message, nominated)
         self._tasks: set[asyncio.Task[None]] = set()
+        self.events = EventRecorder(self._call)
+        self._series: asyncio.Task[None] | None = None  # ends and refreshes event series
 
     async def _call(self, method: str, path: str, body: Any = None, content_type: str = "application/json") -> bytes:
         await self.limiter.acquire()
@@ -222,13 +220,15 @@ class APIBackend:
             "note": truncate_note(note),
             "type": kind,
         }
-        try:
-            await self._call("POST", f"/apis/events.k8s.io/v1/namespaces/{pod.namespace}/events", event)
-        except (APIError, OSError) as err:
-            log.info("could not record event %s for %s: %s", reason, pod.key, err)
+        write = self.events.record(event)
+        if write is not None:
+            await write
 
     def _spawn(self, coro: Coroutine[Any, Any, None]) -> None:
-        task = asyncio.get_running_loop().create_task(coro)
+        loop = asyncio.get_running_loop()
+        if self._series is None:
+            self._series = loop.create_task(self.events.run())
+        task = loop.create_task(coro)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
@@ -236,6 +236,10 @@ class APIBackend:
         """Let the reports in flight finish (they are short), then close the connections."""
         while self._tasks:
             await asyncio.gather(*list(self._tasks), return_exceptions=True)
+        if self._series is not None:
+            self._series.cancel()
+            await asyncio.gather(self._series, return_exceptions=True)
+            await self.events.refresh()  # counts observed since the last write
         await self._http.aclose()
 
 

@@ -21,8 +21,8 @@ import httpx
 import msgspec
 
 from kubesched.cluster.kubeclient import APIError, KubeClient
-from kubesched.scheduler.api import micro_time
 from kubesched.scheduler.config import LeaderElectionConfig
+from kubesched.scheduler.events import micro_time
 
 log = logging.getLogger("kubesched.leader")
 
