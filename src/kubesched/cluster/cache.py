@@ -14,6 +14,8 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Iterable
 
+import msgspec
+
 from kubesched.api.core import Node, Pod
 from kubesched.core.nodetable import NodeTable
 from kubesched.core.podinfo import PodInfo, compile_pod
@@ -88,9 +90,30 @@ class ClusterCache:
                 self._unplace(uid)
                 self._assumed.discard(uid)
             return
+        if self._where.get(uid) == node_name and self._refresh(uid, node_name, pod):
+            self._assumed.discard(uid)  # an assumed pod's binding confirmed: it stays counted as it is
+            return
         self._assumed.discard(uid)
-        self._unplace(uid)  # a refreshed object (labels may change) replaces the old one
+        self._unplace(uid)  # moved, or its requests changed: count it anew
         self._place(compile_pod(pod), node_name)
+
+    def _refresh(self, uid: str, node_name: str, pod: Pod) -> bool:
+        """Swap in the newer object of a pod held on ``node_name`` if the table would count it the same.
+
+        The common case is the echo of our own binding: the assumed pod is already counted on that node,
+        so it is confirmed with its new object instead of being removed and counted again. What
+        `NodeTable.add_pod` derives from a pod is its usage (from the spec) and, for pods with pod
+        (anti-)affinity, an index holding the object itself: those pods take the full path.
+        """
+        row = self.table.index.get(node_name)
+        pods = self._orphans.get(node_name) if row is None else self.table.pods_on(row)
+        old = pods.get(uid) if pods else None
+        if old is None or pods is None or old.has_pod_affinity or not _same_footprint(old.pod, pod):
+            return False
+        pods[uid] = compile_pod(pod)
+        if row is not None:
+            self.table.generation += 1  # as add_pod would: the pod object (its status, say) changed
+        return True
 
     def delete_pod(self, uid: str) -> None:
         self._assumed.discard(uid)
@@ -130,3 +153,11 @@ class ClusterCache:
         if row is not None:
             return self.table.pods_on(row).get(uid)
         return self._orphans.get(node_name, {}).get(uid)
+
+
+def _same_footprint(old: Pod, new: Pod) -> bool:
+    """Whether the node table derives the same from both objects: spec (nodeName aside) and labels."""
+    spec = old.spec
+    if spec.node_name != new.spec.node_name:
+        spec = msgspec.structs.replace(spec, node_name=new.spec.node_name)
+    return spec == new.spec and old.metadata.labels == new.metadata.labels

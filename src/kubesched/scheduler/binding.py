@@ -3,19 +3,26 @@
 WaitOnPermit → PreBind → Bind (an interested binder extender, else the Bind plugins in order, SKIP
 passing to the next) → PostBind. Any failure is returned as a status; the scheduler then unreserves,
 forgets the assumed pod and requeues it.
+
+Cycles that cannot await (DefaultBinder into the in-memory cluster) share one task per turn of the
+event loop instead of one task each: a task costs more than such a whole binding cycle.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
-from collections.abc import Callable, Coroutine
+import types
+from collections import deque
+from collections.abc import Callable, Coroutine, Generator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from kubesched.core.podinfo import PodInfo
 from kubesched.framework.interfaces import ClusterAPIError
 from kubesched.framework.status import SUCCESS, Code, Status
+from kubesched.plugins.default_binder import DefaultBinder
 from kubesched.scheduler.backend import Backend
 from kubesched.scheduler.cycle import Outcome
 from kubesched.scheduler.extenders import ExtenderError, ExtenderSet
@@ -67,10 +74,18 @@ class WaitingPods:
 
 
 OnDone = Callable[[Outcome, Status, float], None]
+T = TypeVar("T")
+log = logging.getLogger("kubesched.scheduler")
 
 
 class Binder:
-    """Runs binding cycles as tasks, at most ``concurrency`` at once."""
+    """Runs binding cycles as tasks, at most ``concurrency`` at once.
+
+    A binding cycle that cannot await anything (see `_inline`: the in-memory cluster's) needs no task
+    of its own: such cycles are batched and run one after another by a single task, at the next turn
+    of the event loop, so they stay off the scheduling path all the same. They take no slot either:
+    never waiting, they add nothing to the bindings in flight.
+    """
 
     def __init__(
         self,
@@ -86,30 +101,86 @@ class Binder:
         self.on_done = on_done
         self._slots = asyncio.Semaphore(concurrency)
         self._tasks: set[asyncio.Task[None]] = set()
+        self._batch: deque[tuple[Profile, Outcome]] = deque()  # inline cycles for the next `_flush`
+        self._flusher: asyncio.Task[None] | None = None
+        self._backend_inline = bool(getattr(backend, "binds_inline", False))
 
     def __len__(self) -> int:
-        return len(self._tasks)
+        return len(self._tasks) + len(self._batch)
 
     def start(self, profile: Profile, outcome: Outcome) -> None:
+        if self._inline(profile, outcome):
+            self._batch.append((profile, outcome))
+            if self._flusher is None or self._flusher.done():
+                self._flusher = self._spawn(self._flush())
+            return
         self._spawn(self._run(profile, outcome))
 
-    def _spawn(self, coro: Coroutine[Any, Any, None]) -> None:
+    def _spawn(self, coro: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
         task = asyncio.get_running_loop().create_task(coro)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+        return task
 
     async def drain(self) -> None:
         """Wait for every binding in flight (graceful shutdown)."""
-        while self._tasks:
+        while self._tasks or self._batch:
+            if self._batch and (self._flusher is None or self._flusher.done()):
+                self._flusher = self._spawn(self._flush())
             await asyncio.gather(*list(self._tasks), return_exceptions=True)
+
+    def _inline(self, profile: Profile, outcome: Outcome) -> bool:
+        """Whether the binding cycle runs to its end without awaiting: no Permit wait, no PreBind, no
+        binder extender, and the bind goes (DefaultBinder's way) to a backend whose bind never awaits."""
+        if not self._backend_inline or outcome.waits:
+            return False
+        fw = profile.framework
+        if fw.pre_bind:
+            return False
+        if fw.bind:
+            first = fw.bind[0]
+            if type(first) is not DefaultBinder or first.handle.cluster is not self.backend:
+                return False
+        extenders = self.extenders()
+        return not extenders.extenders or extenders.binder(outcome.pod) is None
+
+    async def _flush(self) -> None:
+        """Run the batched inline binding cycles, in the order they were started."""
+        batch = self._batch
+        while batch:
+            profile, outcome = batch.popleft()
+            started = time.perf_counter()
+            cycle = self.bind_cycle(profile, outcome)
+            try:
+                awaited = cycle.send(None)
+            except StopIteration as done:
+                status: Status = done.value
+            except Exception as err:
+                status = _failed(err)
+            else:
+                # It awaited after all (`_inline` was wrong): it goes on as a task of its own (slotless).
+                self._spawn(self._finish(outcome, cycle, awaited, started))
+                continue
+            try:
+                self.on_done(outcome, status, time.perf_counter() - started)
+            except Exception:  # logged, as a task's unretrieved exception would be; the batch goes on
+                log.exception("after binding %s", outcome.pod.key)
+
+    async def _finish(self, outcome: Outcome, cycle: Coroutine[Any, Any, Status], awaited: Any, started: float) -> None:
+        """Finish, as a task, a binding cycle that `_flush` ran up to an await (it yielded ``awaited``)."""
+        try:
+            status = await _resume(cycle, awaited)
+        except Exception as err:
+            status = _failed(err)
+        self.on_done(outcome, status, time.perf_counter() - started)
 
     async def _run(self, profile: Profile, outcome: Outcome) -> None:
         started = time.perf_counter()
         async with self._slots:
             try:
                 status = await self.bind_cycle(profile, outcome)
-            except Exception as err:  # a plugin bug must not lose the pod: it is requeued
-                status = Status.error(f"binding cycle failed: {type(err).__name__}: {err}")
+            except Exception as err:
+                status = _failed(err)
         self.on_done(outcome, status, time.perf_counter() - started)
 
     async def bind_cycle(self, profile: Profile, outcome: Outcome) -> Status:
@@ -119,11 +190,11 @@ class Binder:
             if not status.ok:
                 return status
         for plugin in fw.pre_bind:
-            status = (await plugin.pre_bind(state, pod, node)).with_plugin(plugin.name)
+            status = await plugin.pre_bind(state, pod, node)
             if not status.ok:
-                return status
+                return status.with_plugin(plugin.name)
         status = await self._bind(profile, outcome)
-        if not status.ok:
+        if status is not SUCCESS and not status.ok:
             return status
         for post in fw.post_bind:
             post.post_bind(state, pod, node)
@@ -131,7 +202,8 @@ class Binder:
 
     async def _bind(self, profile: Profile, outcome: Outcome) -> Status:
         pod, node = outcome.pod, outcome.node or ""
-        binder = self.extenders().binder(pod)
+        extenders = self.extenders()
+        binder = extenders.binder(pod) if extenders.extenders else None
         if binder is not None:
             try:
                 await binder.bind(pod, node)
@@ -148,8 +220,39 @@ class Binder:
                 return Status.error(str(err)).with_plugin("DefaultBinder")
             return SUCCESS
         for plugin in plugins:
-            status = (await plugin.bind(outcome.state, pod, node)).with_plugin(plugin.name)
+            status = await plugin.bind(outcome.state, pod, node)
             if status.code == Code.SKIP:
                 continue
-            return status
+            # Only a failure is reported (a success's plugin is read by no one: no new Status per pod).
+            return status if status is SUCCESS or status.ok else status.with_plugin(plugin.name)
         return Status.error(f"no bind plugin bound pod {pod.key}")
+
+
+def _failed(err: Exception) -> Status:
+    # A plugin bug must not lose the pod: as a failed binding, it is requeued.
+    return Status.error(f"binding cycle failed: {type(err).__name__}: {err}")
+
+
+@types.coroutine
+def _resume(coro: Coroutine[Any, Any, T], awaited: Any) -> Generator[Any, Any, T]:
+    """Go on with a coroutine that was stepped by hand up to an await (it yielded ``awaited``).
+
+    The task awaiting this waits on what the coroutine waits on, then passes the result or the
+    exception (a cancellation) back in: as if it had run the coroutine from its start.
+    """
+    while True:
+        try:
+            sent = yield awaited
+        except GeneratorExit:  # closed, not resumed: close the coroutine too (as `yield from` does)
+            coro.close()
+            raise
+        except BaseException as err:
+            try:
+                awaited = coro.throw(err)
+            except StopIteration as done:
+                return done.value  # type: ignore[no-any-return]
+        else:
+            try:
+                awaited = coro.send(sent)
+            except StopIteration as done:
+                return done.value  # type: ignore[no-any-return]

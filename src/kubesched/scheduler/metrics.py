@@ -62,6 +62,27 @@ class SchedulerMetrics:
             registry=self.registry,
         )
         self._pending_source: Callable[[], Mapping[str, int]] = dict
+        # Labelled children, looked up once per label set (``labels()`` parses and locks on every call).
+        # A child stays in its metric for good, so a cached one is the very child ``labels()`` returns.
+        self._attempt_children: dict[tuple[str, str], tuple[Counter, Histogram]] = {}
+        self._sli_children: dict[int, Histogram] = {}
+
+    def attempt(self, result: str, profile: str, seconds: float) -> None:
+        """One scheduling attempt: scheduler_schedule_attempts and its duration."""
+        children = self._attempt_children.get((result, profile))
+        if children is None:
+            children = (self.attempts.labels(result, profile), self.attempt_duration.labels(result, profile))
+            self._attempt_children[(result, profile)] = children
+        children[0].inc()
+        children[1].observe(seconds)
+
+    def scheduled(self, attempts: int, seconds: float) -> None:
+        """A pod bound ``seconds`` after it entered the queue (the SLI), by attempts (15 and more: "15")."""
+        attempts = min(attempts, 15)
+        child = self._sli_children.get(attempts)
+        if child is None:
+            child = self._sli_children[attempts] = self.sli.labels(str(attempts))
+        child.observe(seconds)
 
     def follow_queue(self, pending: Callable[[], Mapping[str, int]]) -> None:
         """Where scheduler_pending_pods reads its values at scrape time."""

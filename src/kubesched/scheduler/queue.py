@@ -206,7 +206,8 @@ class SchedulingQueue:
 
     def pop(self) -> QueuedPod | None:
         """The next pod to schedule (now in flight), or None when nothing is active."""
-        self.flush()
+        if self._backoff or self._counts[UNSCHEDULABLE]:  # else there is nothing to flush (nor a clock to read)
+            self.flush()
         while self._active:
             _, _, uid, version = heapq.heappop(self._active)
             entry = self._pods.get(uid)

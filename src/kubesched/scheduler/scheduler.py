@@ -54,7 +54,7 @@ PLUGIN_EVENTS: dict[str, frozenset[str]] = {
 ALL_EVENTS = _NODE_EVENTS | _POD_EVENTS
 
 
-@dataclass
+@dataclass(slots=True)
 class Placement:
     """Where a pod went, or why it did not (the embedded default prints these)."""
 
@@ -321,8 +321,7 @@ class Scheduler:
             self.binder.start(profile, out)
             return
         result = "error" if out.error else "unschedulable"
-        self.metrics.attempts.labels(result, profile.name).inc()
-        self.metrics.attempt_duration.labels(result, profile.name).observe(time.perf_counter() - started)
+        self.metrics.attempt(result, profile.name, time.perf_counter() - started)
         self._failed(profile, entry, out)
 
     def _failed(self, profile: Profile, entry: q.QueuedPod, out: Outcome) -> None:
@@ -353,23 +352,19 @@ class Scheduler:
         self.queue.recheck_gates()
 
     def _bound(self, out: Outcome, status: Status, _seconds: float) -> None:
-        pod, node = out.pod, out.node or ""
-        entry: q.QueuedPod = out.state["#queued"]
+        pod, node, state = out.pod, out.node or "", out.state
+        entry: q.QueuedPod = state["#queued"]
         still_pending = self._binding.pop(pod.uid, None) is not None
         profile = self.built.profiles.get(entry.profile)
         name = profile.name if profile else entry.profile
-        elapsed = time.perf_counter() - out.state["#started"]
+        elapsed = time.perf_counter() - state["#started"]
         if status.ok:
-            self.metrics.attempts.labels("scheduled", name).inc()
-            self.metrics.attempt_duration.labels("scheduled", name).observe(elapsed)
-            self.metrics.sli.labels(str(min(entry.attempts, 15))).observe(
-                self.queue.clock.now() - entry.first_queued_at
-            )
+            self.metrics.attempt("scheduled", name, elapsed)
+            self.metrics.scheduled(entry.attempts, self.queue.clock.now() - entry.first_queued_at)
             self.placements[pod.key] = Placement(pod.key, node, None)
             self.backend.scheduled(pod, node, name)
             return
-        self.metrics.attempts.labels("error", name).inc()
-        self.metrics.attempt_duration.labels("error", name).observe(elapsed)
+        self.metrics.attempt("error", name, elapsed)
         if profile is not None:
             unreserve(profile.framework, out.state, pod, node)
         self.cache.forget(pod.uid)

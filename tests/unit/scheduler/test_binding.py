@@ -1,0 +1,172 @@
+"""The Binder: binding cycles off the scheduling path; in memory batched into one task, elsewhere a task each."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Coroutine
+from typing import Any
+
+import msgspec
+import pytest
+
+from kubesched.api.core import Node, Pod
+from kubesched.cluster.cache import ClusterCache
+from kubesched.core.podinfo import PodInfo
+from kubesched.scheduler.binding import _resume
+from kubesched.scheduler.memory import MemoryCluster, run_until_settled
+from kubesched.scheduler.pluginmanager import build_default
+from kubesched.scheduler.queue import ManualClock
+from kubesched.scheduler.scheduler import Scheduler
+
+
+def node(name: str, cpu: str = "2") -> Node:
+    return msgspec.convert({"metadata": {"name": name}, "status": {"allocatable": {"cpu": cpu, "pods": "10"}}}, Node)
+
+
+def pod(name: str, cpu: str = "1") -> Pod:
+    spec = {"containers": [{"name": "c", "resources": {"requests": {"cpu": cpu}}}]}
+    return msgspec.convert({"metadata": {"name": name, "namespace": "ns"}, "spec": spec}, Pod)
+
+
+def attached(cluster: MemoryCluster) -> Scheduler:
+    scheduler = Scheduler(ClusterCache(), cluster, build_default, clock=ManualClock())
+    cluster.attach(scheduler)
+    return scheduler
+
+
+async def schedule_all(scheduler: Scheduler) -> None:
+    """Every pending pod through its scheduling cycle, without letting the loop turn."""
+    while (entry := scheduler.queue.pop()) is not None:
+        await scheduler.schedule_one(entry)
+
+
+def bound(cluster: MemoryCluster) -> dict[str, str]:
+    return {p.metadata.name: p.spec.node_name for p in cluster.pods.values() if p.spec.node_name}
+
+
+async def test_in_memory_bindings_run_batched_after_the_scheduling_cycles() -> None:
+    cluster = MemoryCluster([node("a"), node("b")], [pod("p1"), pod("p2"), pod("p3")])
+    scheduler = attached(cluster)
+    tasks = len(asyncio.all_tasks())
+    await schedule_all(scheduler)
+    # Off the scheduling path: nothing bound yet, all three in flight (and assumed), in one task.
+    assert bound(cluster) == {} and len(scheduler.binder) > 0 and not scheduler.idle()
+    assert all(scheduler.cache.is_assumed(p.metadata.uid) for p in cluster.pods.values())
+    assert len(asyncio.all_tasks()) == tasks + 1
+    await asyncio.sleep(0)  # one turn of the loop: the batch ran, in the order the pods were scheduled
+    assert sorted(bound(cluster)) == ["p1", "p2", "p3"]
+    assert [e.regarding for e in cluster.events if e.reason == "Scheduled"] == ["ns/p1", "ns/p2", "ns/p3"]
+    assert not any(scheduler.cache.is_assumed(p.metadata.uid) for p in cluster.pods.values())
+    assert {p.pod: p.node for p in cluster.placements()} == {f"ns/{k}": v for k, v in bound(cluster).items()}
+    await scheduler.drain()
+    assert not len(scheduler.binder) and scheduler.idle()
+
+
+async def test_drain_finishes_batched_bindings() -> None:
+    cluster = MemoryCluster([node("a")], [pod("p1")])
+    scheduler = attached(cluster)
+    await schedule_all(scheduler)
+    await scheduler.drain()
+    assert bound(cluster) == {"p1": "a"} and not len(scheduler.binder)
+
+
+class AwaitingCluster(MemoryCluster):
+    """A cluster whose bind awaits (as the API server's does) until ``release`` is set."""
+
+    def __init__(self, *args: Any, inline: bool) -> None:
+        super().__init__(*args)
+        self.binds_inline = inline  # type: ignore[misc]
+        self.release = asyncio.Event()
+        self.in_flight = 0
+        self.most_in_flight = 0
+
+    async def bind(self, pod: PodInfo, node_name: str) -> None:
+        self.in_flight += 1
+        self.most_in_flight = max(self.most_in_flight, self.in_flight)
+        try:
+            await self.release.wait()
+        finally:
+            self.in_flight -= 1
+        await super().bind(pod, node_name)
+
+
+@pytest.mark.parametrize("inline", [False, True], ids=["awaiting-backend", "inline-backend-that-awaits"])
+async def test_bindings_that_await_run_concurrently(inline: bool) -> None:
+    cluster = AwaitingCluster([node("a"), node("b")], [pod("p1"), pod("p2"), pod("p3")], inline=inline)
+    scheduler = attached(cluster)
+    await schedule_all(scheduler)
+    for _ in range(3):
+        await asyncio.sleep(0)
+    assert cluster.in_flight == 3 and bound(cluster) == {} and len(scheduler.binder) == 3
+    cluster.release.set()
+    await scheduler.drain()
+    assert cluster.most_in_flight == 3 and sorted(bound(cluster)) == ["p1", "p2", "p3"]
+    assert len([e for e in cluster.events if e.reason == "Scheduled"]) == 3
+    assert not len(scheduler.binder)
+
+
+async def test_a_failed_inline_binding_is_unreserved_and_requeued() -> None:
+    cluster = MemoryCluster([node("a")], [pod("p1")])
+    scheduler = attached(cluster)
+    entry = scheduler.queue.pop()
+    assert entry is not None
+    await scheduler.schedule_one(entry)
+    uid = entry.info.uid
+    del cluster.pods[uid]  # the bind finds no pod: an error, as a vanished pod's bind would be
+    await scheduler.drain()
+    assert scheduler.cache.pod_node(uid) is None and uid in scheduler.queue
+    assert cluster.conditions["ns/p1"][0] == "SchedulerError"
+    assert 'pods "p1" not found' in cluster.conditions["ns/p1"][1]
+
+
+async def test_a_coroutine_handed_to_a_task_gets_results_and_cancellation() -> None:
+    loop = asyncio.get_running_loop()
+    first, second = loop.create_future(), loop.create_future()
+    seen: list[object] = []
+
+    async def binding() -> str:
+        seen.append(await first)
+        try:
+            await second
+        except asyncio.CancelledError:
+            seen.append("cancelled")
+            raise
+        return "done"
+
+    async def finish(started: Coroutine[Any, Any, str]) -> str:
+        return await _resume(started, started.send(None))
+
+    coro = binding()
+    task = loop.create_task(finish(coro))
+    await asyncio.sleep(0)
+    first.set_result(1)
+    await asyncio.sleep(0)
+    await asyncio.sleep(0)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert seen == [1, "cancelled"]
+    # And without a cancellation, the coroutine's result comes back.
+    first, second = loop.create_future(), loop.create_future()
+    coro = binding()
+    task = loop.create_task(finish(coro))
+    await asyncio.sleep(0)
+    first.set_result(2)
+    second.set_result(None)
+    assert await task == "done" and seen[-1] == 2
+
+
+async def test_scheduling_metrics_per_result_and_profile() -> None:
+    cluster = MemoryCluster([node("a")], [pod("p1"), pod("p2"), pod("big", cpu="4")])
+    scheduler = attached(cluster)
+    assert isinstance(scheduler.queue.clock, ManualClock)
+    await run_until_settled(scheduler, scheduler.queue.clock)
+    text = scheduler.metrics.render().decode()
+    assert 'scheduler_schedule_attempts_total{profile="default-scheduler",result="scheduled"} 2.0' in text
+    assert 'scheduler_schedule_attempts_total{profile="default-scheduler",result="unschedulable"}' in text
+    assert (
+        'scheduler_scheduling_attempt_duration_seconds_count{profile="default-scheduler",result="scheduled"} 2.0'
+        in text
+    )
+    assert 'scheduler_pod_scheduling_sli_duration_seconds_count{attempts="1"} 2.0' in text
+    assert 'scheduler_pending_pods{queue="unschedulable"} 1.0' in text
