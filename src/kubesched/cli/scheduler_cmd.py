@@ -26,6 +26,10 @@ from kubesched.scheduler.scheduler import Placement, Scheduler
 log = logging.getLogger("kubesched.scheduler")
 
 
+# Feature gates kubesched honours, with kube-scheduler v1.35.4's defaults.
+FEATURE_GATES = {"OpportunisticBatching": True}
+
+
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     sched = sub.add_parser("scheduler", help="the custom scheduler")
     sched_sub = sched.add_subparsers(dest="scheduler_command", required=True, metavar="COMMAND")
@@ -41,6 +45,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     run.add_argument("--in-cluster", action="store_true", help="use the pod's service account")
     run.add_argument("--listen", default="127.0.0.1:10251", help="HOST:PORT of /healthz, /readyz, /metrics")
     run.add_argument("--reload-interval", type=float, default=2.0, help="seconds between checks of --config")
+    run.add_argument(
+        "--feature-gates",
+        default="",
+        metavar="GATE=BOOL,...",
+        help=f"as kube-scheduler's flag; known: {', '.join(f'{g} (default {d})' for g, d in FEATURE_GATES.items())}",
+    )
     run.add_argument("--log-level", default="info", choices=("debug", "info", "warning", "error"))
     run.add_argument("--log-format", default="json", choices=("json", "text"))
     run.set_defaults(func=run_scheduler)
@@ -61,9 +71,25 @@ def builder(path: Path | None) -> Callable[[Callable[[str], Handle]], Built]:
     return build
 
 
+def feature_gates(text: str) -> dict[str, bool]:
+    """kube-scheduler's --feature-gates syntax (``A=true,B=false``) over the gates kubesched knows."""
+    gates = dict(FEATURE_GATES)
+    for item in filter(None, (part.strip() for part in text.split(","))):
+        name, sep, value = item.partition("=")
+        if not sep:
+            raise CLIError(f"--feature-gates: missing bool value for {name}")
+        if name not in gates:
+            raise CLIError(f"--feature-gates: unrecognized feature gate: {name} (known: {', '.join(FEATURE_GATES)})")
+        if value.lower() not in ("true", "false"):
+            raise CLIError(f"--feature-gates: invalid value of {name}={value}, err: must be true or false")
+        gates[name] = value.lower() == "true"
+    return gates
+
+
 def run_scheduler(args: argparse.Namespace) -> int:
     if args.reload_interval <= 0:
         raise CLIError("--reload-interval: must be positive")
+    args.gates = feature_gates(args.feature_gates)
     if args.config is not None and not args.config.is_file():
         raise CLIError(f"--config: no such file {args.config}")
     # Check the whole configuration before anything starts: every problem at once, exit 2.
@@ -97,7 +123,9 @@ def run_live(args: argparse.Namespace) -> int:
         conn = connect(None if args.in_cluster else kubeconfig)
     except (KubeConfigError, OSError) as err:
         raise CLIError(str(err)) from None
-    options = LiveOptions(conn, build, args.config, host, port, args.reload_interval)
+    options = LiveOptions(
+        conn, build, args.config, host, port, args.reload_interval, batching=args.gates["OpportunisticBatching"]
+    )
     try:
         import uvloop
 
@@ -116,7 +144,9 @@ def run_in_memory(args: argparse.Namespace) -> int:
     async def main() -> tuple[list[Placement], list[str]]:
         clock = ManualClock()
         cluster = MemoryCluster(nodes, pods)
-        scheduler = Scheduler(ClusterCache(), cluster, builder(args.config), clock=clock)
+        scheduler = Scheduler(
+            ClusterCache(), cluster, builder(args.config), clock=clock, batching=args.gates["OpportunisticBatching"]
+        )
         cluster.attach(scheduler)
         await run_until_settled(scheduler, clock)
         preempted = [f"{e.regarding} preempted: {e.note}" for e in cluster.events if e.reason == "Preempted"]

@@ -18,7 +18,7 @@ import msgspec
 
 from kubesched.api.core import Node, Pod
 from kubesched.core.nodetable import NodeTable
-from kubesched.core.podinfo import PodInfo, compile_pod
+from kubesched.core.podinfo import PodCompiler, PodInfo
 
 _TERMINAL = ("Succeeded", "Failed")
 
@@ -33,6 +33,8 @@ class ClusterCache:
         self._assumed: set[str] = set()
         self.synced = asyncio.Event()
         self.tracks_pods = False
+        # One compiler for every pod the cache or the scheduler sees: a workload's spec compiled once.
+        self.compile = PodCompiler()
 
     # ---- nodes ------------------------------------------------------------------------------
 
@@ -95,7 +97,7 @@ class ClusterCache:
             return
         self._assumed.discard(uid)
         self._unplace(uid)  # moved, or its requests changed: count it anew
-        self._place(compile_pod(pod), node_name)
+        self._place(self.compile(pod), node_name)
 
     def _refresh(self, uid: str, node_name: str, pod: Pod) -> bool:
         """Swap in the newer object of a pod held on ``node_name`` if the table would count it the same.
@@ -110,7 +112,7 @@ class ClusterCache:
         old = pods.get(uid) if pods else None
         if old is None or pods is None or old.has_pod_affinity or not _same_footprint(old.pod, pod):
             return False
-        pods[uid] = compile_pod(pod)
+        pods[uid] = self.compile(pod)
         if row is not None:
             self.table.generation += 1  # as add_pod would: the pod object (its status, say) changed
         return True

@@ -16,7 +16,7 @@ from __future__ import annotations
 import contextlib
 import random
 import time
-from collections.abc import Callable, Hashable, Iterator
+from collections.abc import Callable, Hashable, Iterator, Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -134,6 +134,10 @@ class Cycle:
             batch = OpportunisticBatch(self.now, np.random.default_rng(self.rng.getrandbits(64)))
             self._batches[profile.name] = entry = (profile, batch)
         return entry[1]
+
+    def batch_counts(self) -> list[tuple[str, Mapping[str, int], Mapping[str, int]]]:
+        """Per profile: batching's attempts by result and flushes by reason (for the metrics)."""
+        return [(name, batch.attempts, batch.flushes) for name, (_, batch) in self._batches.items()]
 
     async def run(self, profile: Profile, pod: PodInfo) -> Outcome:
         """Decide a node for ``pod`` and assume it there; on failure the outcome says why."""

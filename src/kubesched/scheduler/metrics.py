@@ -5,9 +5,13 @@ A registry per scheduler object: no process-wide state.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client.core import CounterMetricFamily, Metric
+
+# Per profile: opportunistic batching's attempts by result and cache flushes by reason.
+BatchCounts = Sequence[tuple[str, Mapping[str, int], Mapping[str, int]]]
 
 # kube-scheduler's buckets: exponential from 1 ms (attempt duration) and from 10 ms (SLI).
 _ATTEMPT_BUCKETS = tuple(0.001 * 2**i for i in range(15))
@@ -84,6 +88,10 @@ class SchedulerMetrics:
             child = self._sli_children[attempts] = self.sli.labels(str(attempts))
         child.observe(seconds)
 
+    def follow_batches(self, counts: Callable[[], BatchCounts]) -> None:
+        """Where scheduler_batch_attempts_total and scheduler_batch_cache_flushed_total read at scrape time."""
+        self.registry.register(_BatchCollector(counts))
+
     def follow_queue(self, pending: Callable[[], Mapping[str, int]]) -> None:
         """Where scheduler_pending_pods reads its values at scrape time."""
         self._pending_source = pending
@@ -92,3 +100,27 @@ class SchedulerMetrics:
         for queue, n in self._pending_source().items():
             self.pending.labels(queue).set(n)
         return generate_latest(self.registry)
+
+
+class _BatchCollector:
+    """kube-scheduler's opportunistic batching counters, read from the batch states when scraped."""
+
+    def __init__(self, counts: Callable[[], BatchCounts]) -> None:
+        self._counts = counts
+
+    def collect(self) -> Iterator[Metric]:
+        attempts = CounterMetricFamily(
+            "scheduler_batch_attempts",
+            "Counts of results when we attempt to use batching.",
+            labels=["profile", "result"],
+        )
+        flushes = CounterMetricFamily(
+            "scheduler_batch_cache_flushed", "Counts of cache flushes by reason.", labels=["profile", "reason"]
+        )
+        for profile, by_result, by_reason in self._counts():
+            for result, n in by_result.items():
+                attempts.add_metric([profile, result], n)
+            for reason, n in by_reason.items():
+                flushes.add_metric([profile, reason], n)
+        yield attempts
+        yield flushes

@@ -53,6 +53,7 @@ class LiveOptions:
     port: int
     reload_interval: float = 2.0
     identity: str | None = None
+    batching: bool = True  # the OpportunisticBatching feature gate
 
 
 def reflectors(client: KubeClient, scheduler: Scheduler, backend: APIBackend) -> list[Reflector[Any]]:
@@ -129,7 +130,7 @@ async def serve(options: LiveOptions) -> int:
     cache = ClusterCache()
     first = options.build(Handle)  # only to read client settings; the scheduler builds its own
     backend = APIBackend(client, qps=first.config.qps, burst=first.config.burst)
-    scheduler = Scheduler(cache, backend, options.build)
+    scheduler = Scheduler(cache, backend, options.build, batching=options.batching)
     config = scheduler.built.config
     app = SchedulerApp(scheduler.metrics, lambda: cache.synced.is_set())
     server = _Server(

@@ -24,7 +24,7 @@ from typing import Any
 from kubesched.api.core import Node, Pod
 from kubesched.cluster.cache import ClusterCache
 from kubesched.config.extender import DEFAULT_SCHEDULER_NAME
-from kubesched.core.podinfo import PodInfo, compile_pod
+from kubesched.core.podinfo import PodInfo
 from kubesched.framework.interfaces import Handle
 from kubesched.framework.status import SUCCESS, Status
 from kubesched.scheduler import queue as q
@@ -80,6 +80,7 @@ class Scheduler:
         rng: random.Random | None = None,
         metrics: SchedulerMetrics | None = None,
         bind_concurrency: int = 256,
+        batching: bool = True,
     ) -> None:
         self.cache = cache
         self.backend = backend
@@ -105,9 +106,11 @@ class Scheduler:
             nominator=self.nominator,
             percentage_of_nodes_to_score=built.config.percentage_of_nodes_to_score,
             rng=rng,
+            batching=batching,
         )
         self.binder = Binder(backend, lambda: self.extenders, self.waiting, self._bound, bind_concurrency)
         self.metrics.follow_queue(self.queue.pending)
+        self.metrics.follow_batches(self.cycle.batch_counts)
         self.placements: dict[str, Placement] = {}  # by pod key, for the embedded default's report
         self._foreign: dict[str, Pod] = {}  # pending pods of other schedulers, kept for a reload
         self._background: set[asyncio.Task[Any]] = set()
@@ -149,7 +152,7 @@ class Scheduler:
         for uid, pod in list(self._foreign.items()):
             if self.profile_for(pod) in built.profiles:
                 del self._foreign[uid]
-                self.queue.add(compile_pod(pod), self.profile_for(pod))
+                self.queue.add(self.cache.compile(pod), self.profile_for(pod))
         self.queue.recheck_gates()
         for key in ("leader_election", "kubeconfig", "qps", "burst"):
             if getattr(built.config, key) != getattr(old.config, key):
@@ -228,7 +231,7 @@ class Scheduler:
         entry = self.queue.get(uid)
         if entry is not None and not _changed(entry.info.pod, pod):
             return  # only the status moved (our own condition patch, for one)
-        self.queue.add(compile_pod(pod), name)
+        self.queue.add(self.cache.compile(pod), name)
         self.placements.setdefault(_key(pod), Placement(_key(pod)))
 
     def pod_deleted(self, pod: Pod) -> None:

@@ -25,7 +25,9 @@ from kubesched.scheduler.batch import (
 from kubesched.scheduler.config import parse
 from kubesched.scheduler.cycle import Cycle
 from kubesched.scheduler.extenders import ExtenderSet
+from kubesched.scheduler.memory import MemoryCluster
 from kubesched.scheduler.pluginmanager import Profile, build, build_default, load_registry
+from kubesched.scheduler.scheduler import Scheduler
 from tests.helpers import make_node, make_pod
 
 HEAD = {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration"}
@@ -242,3 +244,14 @@ def test_the_plugin_managers_extension_point_lists_drive_the_filter_stages() -> 
     assert status.ok
     feasible = fw.run_filter(state, pod, NodeBatch(tainted.table, np.array([0], dtype=np.intp)), Diagnosis())
     assert len(feasible) == 1
+
+
+def test_the_scheduler_passes_the_feature_gate_and_reports_batching_in_its_metrics() -> None:
+    off = Scheduler(ClusterCache(), MemoryCluster([], []), build_default, batching=False)
+    assert off.cycle.batch(off.built.profiles["default-scheduler"]) is None
+    on = Scheduler(ClusterCache(), MemoryCluster([], []), build_default)
+    batch = on.cycle.batch(on.built.profiles["default-scheduler"])
+    assert batch is not None
+    batch.attempts[HINT_USED] += 3
+    text = on.metrics.render().decode()
+    assert 'scheduler_batch_attempts_total{profile="default-scheduler",result="hint_used"} 3.0' in text

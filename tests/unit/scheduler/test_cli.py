@@ -42,6 +42,15 @@ def test_text_output_says_where_and_why(capsys: pytest.CaptureFixture[str]) -> N
     assert out.rstrip().endswith("5/7 pending pod(s) scheduled")
 
 
+def test_batching_can_be_switched_off_with_kube_schedulers_flag(capsys: pytest.CaptureFixture[str]) -> None:
+    for gates in ("OpportunisticBatching=false", "OpportunisticBatching=true"):
+        code, out, err = run(
+            capsys, "scheduler", "run", "--cluster", str(EXAMPLE), "-o", "json", "--feature-gates", gates
+        )
+        assert code == 0, err
+        assert {p["pod"]: p["node"] for p in json.loads(out)}["shop/db-0"] == "node-a"
+
+
 def test_the_example_configuration_is_valid(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, err = run(capsys, "scheduler", "run", "--cluster", str(EXAMPLE), "--config", str(CONFIG), "-o", "json")
     assert code == 0, err
@@ -58,6 +67,9 @@ def test_the_example_configuration_is_valid(capsys: pytest.CaptureFixture[str]) 
         (["--cluster", "{cluster}", "--config", "{bad}"], "percentageOfNodesToScore: not in range [0-100]"),
         (["--cluster", "{bad_cluster}"], "unsupported kind 'Deployment'"),
         (["--reload-interval", "0"], "--reload-interval: must be positive"),
+        (["--cluster", "{cluster}", "--feature-gates", "Nope=true"], "unrecognized feature gate: Nope"),
+        (["--cluster", "{cluster}", "--feature-gates", "OpportunisticBatching"], "missing bool value"),
+        (["--cluster", "{cluster}", "--feature-gates", "OpportunisticBatching=maybe"], "must be true or false"),
     ],
 )
 def test_bad_input_ends_with_a_message_and_exit_2(
