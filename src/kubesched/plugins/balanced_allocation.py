@@ -28,7 +28,7 @@ from kubesched.framework.interfaces import (
     SignPlugin,
 )
 from kubesched.framework.status import SKIP, SUCCESS, Status
-from kubesched.plugins.node_resources_fit import ResourceSpec, allocation, allocation_at, default_resources
+from kubesched.plugins.node_resources_fit import ResourceSpec, allocation, default_resources, scored_resources
 
 FloatColumn = npt.NDArray[np.float64]
 
@@ -136,12 +136,13 @@ class NodeResourcesBalancedAllocation(PreScorePlugin, ScorePlugin, SignPlugin):
 
     def score(self, state: CycleState, pod: PodInfo, nodes: NodeBatch) -> IntColumn:
         if len(nodes) == 1:
-            row = int(nodes.rows[0])
+            table, row = nodes.table, int(nodes.rows[0])
             fracs: list[float] = []
-            for name in self.resources:
-                pair = allocation_at(nodes.table, row, pod, name, use_requested=True)
-                if pair is not None and pair[0] != 0:
-                    fracs.append(min(float(pair[1]) / float(pair[0]), 1.0))  # float64(Q) / float64(A), as Go
+            for name, used, amount in scored_resources(pod, self.resources, use_requested=True):
+                allocatable = table.allocatable_at(name, row)
+                if allocatable:
+                    # float64(Q) / float64(A), as Go computes it
+                    fracs.append(min(float(table.requested_at(used, row) + amount) / float(allocatable), 1.0))
             return np.array([balanced_score_one(fracs)], dtype=np.int64)
         fractions: list[tuple[FloatColumn, npt.NDArray[np.bool_] | None]] = []
         for name in self.resources:

@@ -150,6 +150,17 @@ def scored_columns(pod: PodInfo, name: str, *, use_requested: bool) -> tuple[str
     return None
 
 
+def scored_resources(pod: PodInfo, names: tuple[str, ...], *, use_requested: bool) -> tuple[tuple[str, str, int], ...]:
+    """(resource, usage column key, the pod's amount) of each scored resource among ``names``, in order;
+    computed once per pod spec (every cycle of every pod of a ReplicaSet reads the same)."""
+    key = ("#scored", names, use_requested)
+    cached = pod.cache.get(key)
+    if cached is None:
+        found = ((n, scored_columns(pod, n, use_requested=use_requested)) for n in names)
+        cached = pod.cache[key] = tuple((n, c[0], c[1]) for n, c in found if c is not None)
+    return cached  # type: ignore[return-value]
+
+
 def allocation(
     table: NodeTable, rows: Rows, pod: PodInfo, name: str, *, use_requested: bool
 ) -> tuple[IntColumn, IntColumn] | None:
@@ -159,17 +170,6 @@ def allocation(
         return None
     used_key, pod_request = columns
     return table.allocatable(name)[rows], table.requested(used_key)[rows] + pod_request
-
-
-def allocation_at(
-    table: NodeTable, row: int, pod: PodInfo, name: str, *, use_requested: bool
-) -> tuple[int, int] | None:
-    """`allocation` for one row, as Python ints (scoring one node through numpy costs more than the math)."""
-    columns = scored_columns(pod, name, use_requested=use_requested)
-    if columns is None:
-        return None
-    used_key, pod_request = columns
-    return table.allocatable_at(name, row), table.requested_at(used_key, row) + pod_request
 
 
 def tdiv(a: IntColumn, b: int) -> IntColumn:
@@ -295,6 +295,8 @@ class NodeResourcesFit(FilterPlugin, ScorePlugin, SignPlugin):
         if errors:
             raise ValueError("; ".join(errors))
         self.resources = tuple((r.name, r.weight) for r in resources)
+        self.names = tuple(r.name for r in resources)
+        self.weights = dict(self.resources)
         self.ignored = frozenset(args.ignored_resources)
         self.ignored_groups = frozenset(args.ignored_resource_groups)
         # Key of the checked requests in PodInfo.cache: plugins with the same ignore lists share it.
@@ -355,12 +357,11 @@ class NodeResourcesFit(FilterPlugin, ScorePlugin, SignPlugin):
 
     def score(self, state: CycleState, pod: PodInfo, nodes: NodeBatch) -> IntColumn:
         if len(nodes) == 1 and self.scorer_one is not None:
-            row = int(nodes.rows[0])
-            one = []
-            for name, weight in self.resources:
-                pair = allocation_at(nodes.table, row, pod, name, use_requested=False)
-                if pair is not None:
-                    one.append((*pair, weight))
+            table, row = nodes.table, int(nodes.rows[0])
+            one = [
+                (table.allocatable_at(name, row), table.requested_at(used, row) + amount, self.weights[name])
+                for name, used, amount in scored_resources(pod, self.names, use_requested=False)
+            ]
             return np.array([self.scorer_one(one)], dtype=np.int64)
         parts = []
         for name, weight in self.resources:

@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Hashable
 from typing import ClassVar
 
+import numpy as np
+
 from kubesched.api.slim import NodeFields
 from kubesched.core.nodetable import IntColumn
 from kubesched.core.podinfo import PodInfo
@@ -48,7 +50,10 @@ class TaintToleration(StaticFilterPlugin, ScorePlugin, SignPlugin):
         return Verdicts.from_mask(any_untolerated(index, pod.tolerations, DO_NOT_SCHEDULE, nodes.rows), self._status)
 
     def score(self, state: CycleState, pod: PodInfo, nodes: NodeBatch) -> IntColumn:
-        return count_untolerated(nodes.table.taint_index(), pod.tolerations, _PREFER, nodes.rows)
+        index = nodes.table.taint_index()
+        if not index.taints:
+            return np.zeros(len(nodes), dtype=np.int64)  # no taint anywhere: nothing to count
+        return count_untolerated(index, pod.tolerations, _PREFER, nodes.rows)
 
     def normalize(self, state: CycleState, pod: PodInfo, nodes: NodeBatch, scores: IntColumn) -> IntColumn:
         return default_normalize_score(scores, reverse=True)
