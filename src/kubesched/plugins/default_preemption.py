@@ -18,8 +18,11 @@ extensions) so the dry run updates a clone of their cycle state.
 
 PostFilter is synchronous and eviction is not: ``post_filter`` returns (nominated node, status) and
 keeps the choice in ``state["DefaultPreemption"]``; the scheduler then awaits ``evict(state, pod)``.
-Not done: nominated pods are not added during the dry run (the framework keeps no nominator) and
-lower-priority pods nominated to the chosen node are not cleared.
+
+Nominated pods come from ``handle.services["nominator"]`` (the scheduler's): in the dry run, those at
+least as important as the pod count on their node as in the scheduling cycle (both filter passes,
+with and without them); pods of lower priority nominated to the chosen node lose their nomination
+(their room is being taken).
 """
 
 from __future__ import annotations
@@ -40,6 +43,7 @@ from kubesched.core.nodetable import NodeTable
 from kubesched.core.podinfo import PodInfo
 from kubesched.framework.diagnosis import Diagnosis
 from kubesched.framework.interfaces import (
+    ClusterAPI,
     ClusterAPIError,
     CycleState,
     Handle,
@@ -65,6 +69,7 @@ ERR_NO_CANDIDATE = "no candidate node for preemption"
 ERR_WAITING = "waiting for the preemption for this pod to be finished"
 FRAMEWORK_SERVICE = "framework"
 EXTENDERS_SERVICE = "preempt_extenders"
+NOMINATOR_SERVICE = "nominator"
 
 # node name -> (victims, number of PDB violations): what the extenders hook receives and returns.
 VictimsMap = dict[str, tuple[list[PodInfo], int]]
@@ -97,6 +102,14 @@ class PreFilterExtensions(Protocol):
     def add_pod(self, state: CycleState, pod: PodInfo, added: PodInfo, table: NodeTable, row: int) -> None: ...
 
     def remove_pod(self, state: CycleState, pod: PodInfo, removed: PodInfo, table: NodeTable, row: int) -> None: ...
+
+
+class NominatedPods(Protocol):
+    """The scheduler's nominator, as preemption uses it."""
+
+    def on(self, node: str) -> list[PodInfo]: ...
+
+    def remove(self, uid: str) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -279,6 +292,13 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin):
             p for p in framework.pre_filter if p.name not in state.skip_filter and isinstance(p, PreFilterExtensions)
         ]
         one = NodeBatch(table, np.array([row], dtype=np.intp))
+        # Pods nominated here, at least as important and not there yet, count in the first filter pass.
+        nominator: NominatedPods | None = self.handle.services.get(NOMINATOR_SERVICE)
+        ahead = [
+            p
+            for p in (nominator.on(table.names[row]) if nominator is not None else ())
+            if p.priority >= pod.priority and p.uid != pod.uid and p.uid not in table.pods_on(row)
+        ]
 
         def remove(p: PodInfo) -> None:
             table.remove_pod(row, p.uid)
@@ -290,11 +310,24 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin):
             for ext in extensions:
                 ext.add_pod(copy, pod, p, table, row)
 
-        def fits() -> Status:
+        def filtered() -> Status:
             diagnosis = Diagnosis()
             if len(framework.run_filter(copy, pod, one, diagnosis)):
                 return SUCCESS
             return next(diagnosis.items())[1]
+
+        def fits() -> Status:
+            """RunFilterPluginsWithNominatedPods: with the nominated pods counted, then without them."""
+            if not ahead:
+                return filtered()
+            for p in ahead:
+                add(p)
+            try:
+                status = filtered()
+            finally:
+                for p in ahead:
+                    remove(p)
+            return filtered() if status.ok else status
 
         try:
             for p in lower:
@@ -325,6 +358,16 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin):
                 if p.uid not in present:
                     table.add_pod(row, p)
 
+    async def _clear_lower_nominations(self, cluster: ClusterAPI, pod: PodInfo, node: str) -> None:
+        """Pods of lower priority nominated to ``node`` lose the nomination (getLowerPriorityNominatedPods)."""
+        nominator: NominatedPods | None = self.handle.services.get(NOMINATOR_SERVICE)
+        if nominator is None:
+            return
+        for other in nominator.on(node):
+            if other.priority < pod.priority and other.uid != pod.uid:
+                nominator.remove(other.uid)
+                await cluster.set_nominated_node(other, "")
+
     def _call_extenders(self, pod: PodInfo, candidates: list[Candidate]) -> list[Candidate] | Status:
         """The scheduler's extenders (``handle.services["preempt_extenders"]``) may trim the candidates."""
         extenders: PreemptExtenders | None = self.handle.services.get(EXTENDERS_SERVICE)
@@ -351,6 +394,7 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin):
             return Status.error("no cluster to preempt on")
         self._evicting.add(pod.uid)
         try:
+            await self._clear_lower_nominations(cluster, pod, chosen.node)
             results = await asyncio.gather(
                 *(cluster.evict(v, pod, chosen.node) for v in chosen.victims), return_exceptions=True
             )

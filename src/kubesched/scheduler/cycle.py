@@ -68,6 +68,10 @@ class Nominator:
     def remove(self, uid: str) -> None:
         self._by_uid.pop(uid, None)
 
+    def on(self, node: str) -> list[PodInfo]:
+        """The pods nominated to ``node``."""
+        return [p for n, p in self._by_uid.values() if n == node]
+
     def node_of(self, uid: str) -> str | None:
         entry = self._by_uid.get(uid)
         return entry[0] if entry else None

@@ -19,6 +19,7 @@ from kubesched.framework.status import SUCCESS, Code, Status
 from kubesched.plugins import default_profile_plugins, in_tree
 from kubesched.plugins.default_preemption import DefaultPreemption, Preemption, VictimsMap
 from kubesched.plugins.default_preemption_candidates import Candidate, pick_one, split_by_pdb
+from kubesched.scheduler.cycle import Nominator
 from tests.helpers import batch, make_node, make_table
 
 HOST = "kubernetes.io/hostname"
@@ -361,6 +362,31 @@ async def test_evict_preempts_the_victims_then_nominates() -> None:
     waiting = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ("waiting for the preemption for this pod to be finished",))
     assert s.cluster.gated == [waiting, waiting]
     assert s.plugin.pre_enqueue(incoming) == SUCCESS
+
+
+def test_nominated_pods_at_least_as_important_keep_their_room_in_the_dry_run() -> None:
+    # n1: a low-priority victim (1 cpu of 2); "high" is nominated there and needs 1 cpu. Evicting the victim
+    # frees 2 cpu, but "high" takes one of them: p (2 cpu) cannot fit, so n1 is no candidate.
+    nominator = Nominator()
+    s = setup([node("n1", cpu="2")], {"n1": [pod("victim", 0, "1")]}, services={"nominator": nominator})
+    nominator.add(pod("high", 100, "1"), "n1")
+    nominated, status, _ = s.preempt(pod("p", 50, "2"))
+    assert not nominated and not status.ok and "Insufficient cpu" in status.message
+    nominator.remove("uid-high")
+    nominated, status, state = s.preempt(pod("p", 50, "2"))
+    assert (nominated, status) == ("n1", SUCCESS) and chosen(state) == ("n1", ["victim"])
+
+
+async def test_preempting_clears_the_nominations_of_less_important_pods_on_the_node() -> None:
+    nominator = Nominator()
+    s = setup([node("n1")], {"n1": [pod("a", 1, "4")]}, services={"nominator": nominator})
+    nominator.add(pod("low", 5, "1"), "n1")
+    nominator.add(pod("peer", 20, "1"), "n1")
+    incoming = pod("p", 10, "3")
+    _, _, state = s.preempt(incoming)
+    assert await s.plugin.evict(state, incoming) == SUCCESS
+    assert nominator.node_of("uid-low") is None and nominator.node_of("uid-peer") == "n1"
+    assert s.cluster.nominated == [("low", ""), ("p", "n1")]
 
 
 async def test_evict_failures_are_error_statuses() -> None:
