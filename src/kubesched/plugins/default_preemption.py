@@ -385,7 +385,11 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin):
     # ---- acting on the choice --------------------------------------------------------------------
 
     async def evict(self, state: CycleState, pod: PodInfo) -> Status:
-        """Preempt the victims chosen by `post_filter` (concurrently), then nominate the node for the pod."""
+        """Preempt the victims chosen by `post_filter` (concurrently).
+
+        The pod's own nomination is not written here: the scheduler's failure report carries it (one
+        status patch with the PodScheduled condition, as kube-scheduler's handleSchedulingFailure).
+        """
         chosen = state.get(self.name)
         if not isinstance(chosen, Preemption):
             return Status.error("no preemption chosen in this cycle")
@@ -403,7 +407,6 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin):
                     return Status.error(str(result))
                 if isinstance(result, BaseException):
                     raise result
-            await cluster.set_nominated_node(pod, chosen.node)
         except ClusterAPIError as err:
             return Status.error(str(err))
         finally:
