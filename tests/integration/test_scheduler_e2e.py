@@ -532,3 +532,62 @@ def test_preemption_respects_pod_disruption_budgets(
         assert not get(cp, ns, "protected")["metadata"].get("deletionTimestamp")
         act_as_kubelet(cp, ns)
         assert eventually(lambda: node_of(cp, ns, "high"), "the preemptor bound") == run.node("a")
+
+
+def test_pods_of_a_replicaset_are_spread_by_default_as_kube_scheduler_spreads_them(
+    control_plane: ControlPlane, kube_namespace: str, tmp_path: Path
+) -> None:
+    # LeastAllocated alone would put every pod on "big"; PodTopologySpread's System default constraints
+    # (hosts and zones, ScheduleAnyway) spread the pods of one ReplicaSet: kubesched derives the selector
+    # from the ReplicaSet as kube-scheduler does, and both schedulers place the pods alike.
+    cp, run, ns = control_plane, Run(), kube_namespace
+    zone, host = "topology.kubernetes.io/zone", "kubernetes.io/hostname"
+    specs = {
+        "big": {
+            "labels": {zone: "z1", host: run.node("big")},
+            "allocatable": {"cpu": "64", "memory": "64Gi", "pods": "110"},
+        },
+        "small": {
+            "labels": {zone: "z2", host: run.node("small")},
+            "allocatable": {"cpu": "8", "memory": "64Gi", "pods": "110"},
+        },
+    }
+    template = {"metadata": {"labels": {"app": "web"}}, "spec": {"containers": [{"name": "c", "image": "pause"}]}}
+    replicaset = {
+        "apiVersion": "apps/v1",
+        "kind": "ReplicaSet",
+        "metadata": {"name": "web"},
+        "spec": {"replicas": 0, "selector": {"matchLabels": {"app": "web"}}, "template": template},
+    }
+    uid = cp.api("POST", f"/apis/apps/v1/namespaces/{ns}/replicasets", replicaset)["metadata"]["uid"]
+    owner = {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "web", "uid": uid, "controller": True}
+
+    def place(scheduler: str, prefix: str) -> dict[str, int]:
+        for i in range(8):
+            body = pod(f"{prefix}-{i}", scheduler, "500m")
+            body["metadata"].update(labels={"app": "web"}, ownerReferences=[owner])
+            create(cp, ns, body)
+
+        def bound() -> list[str | None] | None:
+            got = [node_of(cp, ns, f"{prefix}-{i}") for i in range(8)]
+            return got if all(got) else None
+
+        placed = eventually(bound, "all 8 bound")
+        counts = {name: placed.count(name) for name in (run.node("big"), run.node("small"))}
+        for i in range(8):
+            cp.api("DELETE", f"/api/v1/namespaces/{ns}/pods/{prefix}-{i}", params={"gracePeriodSeconds": "0"})
+        eventually(lambda: not cp.api("GET", f"/api/v1/namespaces/{ns}/pods")["items"], "pods gone")
+        return counts
+
+    with nodes(cp, run, specs):
+        with running(cp, tmp_path, run.config()):
+            ours = place(run.scheduler, "ks")
+        kube_name = f"kube-{run.id}"
+        kube = cp.start_scheduler(run.config(profiles=[{"schedulerName": kube_name}]), name=f"spread-{run.id}")
+        try:
+            theirs = place(kube_name, "kube")
+        finally:
+            kube.stop()
+    assert min(ours.values()) >= 2, ours  # spread, not all on "big"
+    assert min(theirs.values()) >= 2, theirs
+    assert abs(ours[run.node("big")] - theirs[run.node("big")]) <= 1, (ours, theirs)

@@ -27,6 +27,13 @@ class LabelSelector(_K):
     match_expressions: list[LabelSelectorRequirement] | None = None
 
 
+class OwnerReference(_K):
+    api_version: str = ""
+    kind: str = ""
+    name: str = ""
+    controller: bool | None = None
+
+
 class ObjectMeta(_K):
     name: str = ""
     namespace: str = ""
@@ -36,12 +43,7 @@ class ObjectMeta(_K):
     annotations: dict[str, str] | None = None
     deletion_timestamp: str | None = None
     generation: int | None = None
-
-
-class OwnerReference(_K):
-    kind: str = ""
-    name: str = ""
-    controller: bool | None = None
+    owner_references: list[OwnerReference] | None = None
 
 
 class ResourceRequirements(_K):
@@ -210,3 +212,35 @@ class NodeList(_K):
 
 class PodList(_K):
     items: list[Pod] | None = None
+
+
+# What PodTopologySpread's default constraints read: the selectors of the objects that select a pod.
+
+
+class ServiceSpec(_K):
+    selector: dict[str, str] | None = None
+
+
+class Service(_K):
+    metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
+    spec: ServiceSpec = msgspec.field(default_factory=ServiceSpec)
+
+
+class ReplicationControllerSpec(_K):
+    selector: dict[str, str] | None = None
+
+
+class ReplicationController(_K):
+    metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
+    spec: ReplicationControllerSpec = msgspec.field(default_factory=ReplicationControllerSpec)
+
+
+class WorkloadSpec(_K):
+    selector: LabelSelector | None = None
+
+
+class Workload(_K):
+    """A ReplicaSet or a StatefulSet (apps/v1): only its selector."""
+
+    metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
+    spec: WorkloadSpec = msgspec.field(default_factory=WorkloadSpec)

@@ -28,6 +28,9 @@ def rules() -> list[Obj]:
         k8s.rule("", ["pods/status"], ["patch"]),  # PodScheduled=False, nominatedNodeName, DisruptionTarget
         k8s.rule("", ["nodes", "namespaces"], read),
         k8s.rule("policy", ["poddisruptionbudgets"], read),
+        # PodTopologySpread's default constraints: the selectors of what selects a pod.
+        k8s.rule("", ["services", "replicationcontrollers"], read),
+        k8s.rule("apps", ["replicasets", "statefulsets"], read),
         k8s.rule("events.k8s.io", ["events"], ["create", "patch"]),
     ]
 

@@ -154,6 +154,10 @@ class SignPlugin(Plugin):
     def sign(self, pod: PodInfo) -> SignFragments | None:
         raise NotImplementedError
 
+    def signs_statically(self) -> bool:
+        """Whether `sign` reads only the pod's spec, labels and namespace (then it is asked once per spec)."""
+        return True
+
 
 class PreEnqueuePlugin(Plugin):
     def pre_enqueue(self, pod: PodInfo) -> Status:

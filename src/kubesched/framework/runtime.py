@@ -92,6 +92,9 @@ class Framework:
         # Score plugins with a NormalizeScore of their own (their scores depend on the other candidates).
         self.normalizes = [type(p).normalize is not ScorePlugin.normalize for p, _ in self.score]
         self._sign_key = object()  # where this framework keeps a pod's signature in PodInfo.cache
+        signers = self.signers or []
+        self._static_signers = [p for p in signers if p.signs_statically()]
+        self._dynamic_signers = [p for p in signers if not p.signs_statically()]
 
     @classmethod
     def build(cls, spec: ProfileSpec, registry: Registry, handle: Handle | None = None, path: str = "") -> Framework:
@@ -122,18 +125,13 @@ class Framework:
             return None
         cache = pod.cache  # shared by pods of equal spec, labels and namespace: signed once for all
         if self._sign_key in cache:
-            return cache[self._sign_key]
-        fragments: list[object] = [pod.pod.spec.scheduler_name]
-        signature: Hashable | None = None
-        for plugin in self.signers:
-            part = plugin.sign(pod)
-            if part is None:
-                break
-            fragments.append(part)
+            static = cache[self._sign_key]
         else:
-            signature = tuple(fragments)
-        cache[self._sign_key] = signature
-        return signature
+            static = cache[self._sign_key] = _signature(pod, self._static_signers)
+        if static is None or not self._dynamic_signers:
+            return static
+        dynamic = _signature(pod, self._dynamic_signers)  # asked for every pod
+        return None if dynamic is None else (static, dynamic)
 
     # ---- PreFilter / Filter -------------------------------------------------------------------
 
@@ -385,6 +383,17 @@ class Framework:
     def prioritize(self, state: CycleState, pod: PodInfo, nodes: NodeBatch) -> tuple[IntColumn, int]:
         self.run_pre_score(state, pod, nodes)
         return self.run_score(state, pod, nodes)
+
+
+def _signature(pod: PodInfo, signers: list[SignPlugin]) -> Hashable | None:
+    """The scheduler name and every signer's fragments, or None as soon as one cannot sign the pod."""
+    fragments: list[object] = [pod.pod.spec.scheduler_name]
+    for plugin in signers:
+        part = plugin.sign(pod)
+        if part is None:
+            return None
+        fragments.append(part)
+    return tuple(fragments)
 
 
 def _stages(filters: list[FilterPlugin]) -> list[FilterPlugin | tuple[StaticFilterPlugin, ...]]:

@@ -7,11 +7,11 @@
   scores higher, normalised as upstream's scoring.go.
 
 Default constraints (pod without constraints of its own): their selector is derived from the
-Services, ReplicationControllers, ReplicaSets and StatefulSets selecting the pod, which kubesched
-does not track. Unless the scheduler supplies that selector through ``handle.services
-["default_spread_selector"]`` (a callable PodInfo -> LabelSelector | None), the derived selector is
-empty and, exactly as upstream does for an empty selector, there are no default constraints: both
-PreFilter and PreScore skip. So System defaulting spreads nothing here, and List defaulting needs the hook.
+Services, ReplicationControllers, ReplicaSets and StatefulSets selecting the pod, which the scheduler
+supplies through ``handle.services["default_spread_selector"]`` (a callable PodInfo -> LabelSelector |
+None: `cluster.workloads.Workloads.default_selector` in the live scheduler). Without it, or when it
+finds nothing, the derived selector is empty and, exactly as upstream does for an empty selector,
+there are no default constraints: both PreFilter and PreScore skip.
 """
 
 from __future__ import annotations
@@ -135,12 +135,22 @@ class PodTopologySpread(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlug
         self._skewed = Status.unschedulable(ERR_REASON)
 
     def sign(self, pod: PodInfo) -> SignFragments | None:
-        """Signable only when no constraint applies: spreading depends on where the other pods are."""
+        """Signable only when no constraint applies: spreading depends on where the other pods are.
+
+        Default constraints apply when the objects selecting the pod give a selector: asked anew for
+        every pod (a Service may come or go), see `signs_statically`.
+        """
         if pod.pod.spec.topology_spread_constraints:
             return None
-        if self.default_specs and DEFAULT_SELECTOR_SERVICE in self.handle.services:
-            return None  # default constraints may apply, through selectors of the cluster's objects
+        try:
+            if self.constraints(pod, DO_NOT_SCHEDULE_ACTION) or self.constraints(pod, SCHEDULE_ANYWAY):
+                return None
+        except SelectorError:
+            return None
         return ()
+
+    def signs_statically(self) -> bool:
+        return not (self.default_specs and DEFAULT_SELECTOR_SERVICE in self.handle.services)
 
     # ---- constraints -----------------------------------------------------------------------------
 

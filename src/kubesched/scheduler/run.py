@@ -19,13 +19,15 @@ from typing import Any
 import msgspec
 import uvicorn
 
-from kubesched.api.core import Node, ObjectMeta, Pod
+from kubesched.api.core import Node, ObjectMeta, Pod, ReplicationController, Service, Workload
 from kubesched.api.policy import PodDisruptionBudget
 from kubesched.cluster.cache import ClusterCache
 from kubesched.cluster.kubeclient import Connection, KubeClient
 from kubesched.cluster.reflector import Handlers, Reflector
 from kubesched.cluster.source import ACTIVE_PODS
+from kubesched.cluster.workloads import Workloads
 from kubesched.framework.interfaces import Handle
+from kubesched.plugins.pod_topology_spread import DEFAULT_SELECTOR_SERVICE
 from kubesched.scheduler.api import APIBackend
 from kubesched.scheduler.config import ConfigError
 from kubesched.scheduler.leader import LeaderElector, LeadershipLost
@@ -56,7 +58,9 @@ class LiveOptions:
     batching: bool = True  # the OpportunisticBatching feature gate
 
 
-def reflectors(client: KubeClient, scheduler: Scheduler, backend: APIBackend) -> list[Reflector[Any]]:
+def reflectors(
+    client: KubeClient, scheduler: Scheduler, backend: APIBackend, workloads: Workloads
+) -> list[Reflector[Any]]:
     """List+watch of what the scheduler reads; the cache counts as synced once nodes and pods are listed."""
     done: set[str] = set()
 
@@ -112,6 +116,31 @@ def reflectors(client: KubeClient, scheduler: Scheduler, backend: APIBackend) ->
             _Namespace,
             Handlers(replace_namespaces, upsert_namespace, delete_namespace),
         ),
+        # What selects pods, for PodTopologySpread's default constraints (as kube-scheduler's informers).
+        Reflector(
+            client,
+            "/api/v1/services",
+            Service,
+            Handlers(workloads.replace_services, workloads.upsert_service, workloads.delete_service),
+        ),
+        Reflector(
+            client,
+            "/api/v1/replicationcontrollers",
+            ReplicationController,
+            Handlers(workloads.replace_controllers, workloads.upsert_controller, workloads.delete_controller),
+        ),
+        Reflector(
+            client,
+            "/apis/apps/v1/replicasets",
+            Workload,
+            Handlers(workloads.replace_replica_sets, workloads.upsert_replica_set, workloads.delete_replica_set),
+        ),
+        Reflector(
+            client,
+            "/apis/apps/v1/statefulsets",
+            Workload,
+            Handlers(workloads.replace_stateful_sets, workloads.upsert_stateful_set, workloads.delete_stateful_set),
+        ),
     ]
 
 
@@ -130,7 +159,9 @@ async def serve(options: LiveOptions) -> int:
     cache = ClusterCache()
     first = options.build(Handle)  # only to read client settings; the scheduler builds its own
     backend = APIBackend(client, qps=first.config.qps, burst=first.config.burst)
-    scheduler = Scheduler(cache, backend, options.build, batching=options.batching)
+    workloads = Workloads()
+    services = {DEFAULT_SELECTOR_SERVICE: workloads.default_selector}
+    scheduler = Scheduler(cache, backend, options.build, batching=options.batching, services=services)
     config = scheduler.built.config
     app = SchedulerApp(scheduler.metrics, lambda: cache.synced.is_set())
     server = _Server(
@@ -140,7 +171,7 @@ async def serve(options: LiveOptions) -> int:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
-    background = [asyncio.create_task(r.run()) for r in reflectors(client, scheduler, backend)]
+    background = [asyncio.create_task(r.run()) for r in reflectors(client, scheduler, backend, workloads)]
     background.append(asyncio.create_task(server.serve()))
     if options.config_path is not None:
 

@@ -17,7 +17,7 @@ import contextlib
 import logging
 import random
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -81,8 +81,10 @@ class Scheduler:
         metrics: SchedulerMetrics | None = None,
         bind_concurrency: int = 256,
         batching: bool = True,
+        services: Mapping[str, Any] | None = None,
     ) -> None:
         self.cache = cache
+        self._services = dict(services or {})  # more services for the plugins (run.py: the workloads)
         self.backend = backend
         self.metrics = metrics or SchedulerMetrics()
         self.waiting = WaitingPods()
@@ -126,6 +128,7 @@ class Scheduler:
             "preempt_extenders": preempt_hook(lambda: self.extenders, lambda: self.cache.table),
             "waiting_pods": self.waiting,
             "nominator": self.nominator,
+            **self._services,
         }
         return Handle(scheduler_name=scheduler_name, cluster=self.backend, services=services)
 

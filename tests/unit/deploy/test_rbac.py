@@ -57,6 +57,10 @@ def test_the_custom_scheduler_gets_exactly_what_it_calls() -> None:
         ("", "nodes", READ),
         ("", "namespaces", READ),
         ("policy", "poddisruptionbudgets", READ),
+        ("", "services", READ),
+        ("", "replicationcontrollers", READ),
+        ("apps", "replicasets", READ),
+        ("apps", "statefulsets", READ),
         ("events.k8s.io", "events", ("create", "patch")),
         ("coordination.k8s.io", "leases", ("create",)),
     ) + grants(("coordination.k8s.io", "leases", ("get", "update")), names=(scheduler.SCHEDULER,))
