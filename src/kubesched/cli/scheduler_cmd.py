@@ -12,10 +12,11 @@ from pathlib import Path
 from kubesched.cli import logs
 from kubesched.cli.errors import CLIError
 from kubesched.cluster.cache import ClusterCache
-from kubesched.cluster.files import ClusterFileError, read_objects
+from kubesched.cluster.files import ClusterFileError, read_cluster
 from kubesched.cluster.kubeclient import KubeConfigError, connect
 from kubesched.config.errors import ConfigParseError
 from kubesched.framework.interfaces import Handle
+from kubesched.plugins.pod_topology_spread import DEFAULT_SELECTOR_SERVICE
 from kubesched.scheduler.config import ConfigError
 from kubesched.scheduler.memory import MemoryCluster, run_until_settled
 from kubesched.scheduler.pluginmanager import Built, build_default, build_from_file
@@ -137,7 +138,7 @@ def run_live(args: argparse.Namespace) -> int:
 def run_in_memory(args: argparse.Namespace) -> int:
     logging.basicConfig(level=logging.WARNING, format="kubesched: %(levelname)s: %(message)s")
     try:
-        nodes, pods = read_objects(args.cluster)
+        nodes, pods, workloads = read_cluster(args.cluster)
     except ClusterFileError as err:
         raise CLIError(str(err)) from None
 
@@ -145,7 +146,12 @@ def run_in_memory(args: argparse.Namespace) -> int:
         clock = ManualClock()
         cluster = MemoryCluster(nodes, pods)
         scheduler = Scheduler(
-            ClusterCache(), cluster, builder(args.config), clock=clock, batching=args.gates["OpportunisticBatching"]
+            ClusterCache(),
+            cluster,
+            builder(args.config),
+            clock=clock,
+            batching=args.gates["OpportunisticBatching"],
+            services={DEFAULT_SELECTOR_SERVICE: workloads.default_selector},  # the file's Services, ReplicaSets…
         )
         cluster.attach(scheduler)
         await run_until_settled(scheduler, clock)

@@ -8,8 +8,9 @@ from typing import Any
 import msgspec
 import yaml
 
-from kubesched.api.core import Node, Pod
+from kubesched.api.core import Node, Pod, ReplicationController, Service, Workload
 from kubesched.cluster.cache import ClusterCache
+from kubesched.cluster.workloads import Workloads
 
 
 class ClusterFileError(ValueError):
@@ -44,10 +45,22 @@ def _flatten(doc: Any, path: Path, where: str) -> list[tuple[str, Any]]:
 def read_objects(path: Path) -> tuple[list[Node], list[Pod]]:
     """Nodes and pods of a file: a NodeList/PodList/List, a plain list, or several YAML documents.
 
-    An object without ``kind`` counts as a Node (a node file needs no kinds).
+    An object without ``kind`` counts as a Node (a node file needs no kinds). Objects that select pods
+    (see `read_cluster`) are accepted and left out.
     """
+    nodes, pods, _ = read_cluster(path)
+    return nodes, pods
+
+
+_WORKLOADS = ("Service", "ReplicationController", "ReplicaSet", "StatefulSet")
+
+
+def read_cluster(path: Path) -> tuple[list[Node], list[Pod], Workloads]:
+    """`read_objects`, plus the Services, ReplicationControllers, ReplicaSets and StatefulSets of the file
+    (what PodTopologySpread's default constraints derive their selector from)."""
     nodes: list[Node] = []
     pods: list[Pod] = []
+    workloads = Workloads()
     for i, doc in enumerate(_documents(path)):
         for where, obj in _flatten(doc, path, f"document {i}" if i else "$"):
             kind = obj.get("kind", "Node")
@@ -59,11 +72,20 @@ def read_objects(path: Path) -> tuple[list[Node], list[Pod]]:
                     nodes.append(node)
                 elif kind == "Pod":
                     pods.append(msgspec.convert(obj, Pod))
+                elif kind == "Service":
+                    workloads.upsert_service(msgspec.convert(obj, Service))
+                elif kind == "ReplicationController":
+                    workloads.upsert_controller(msgspec.convert(obj, ReplicationController))
+                elif kind == "ReplicaSet":
+                    workloads.upsert_replica_set(msgspec.convert(obj, Workload))
+                elif kind == "StatefulSet":
+                    workloads.upsert_stateful_set(msgspec.convert(obj, Workload))
                 else:
-                    raise ClusterFileError(f"{path}: {where}: unsupported kind {kind!r} (expected Node or Pod)")
+                    expected = ", ".join(("Node", "Pod", *_WORKLOADS[:-1])) + f" or {_WORKLOADS[-1]}"
+                    raise ClusterFileError(f"{path}: {where}: unsupported kind {kind!r} (expected {expected})")
             except msgspec.ValidationError as err:
                 raise ClusterFileError(f"{path}: {where}: {err}") from None
-    return nodes, pods
+    return nodes, pods, workloads
 
 
 def load_into(cache: ClusterCache, path: Path) -> tuple[int, int]:

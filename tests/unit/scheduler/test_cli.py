@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -119,3 +120,38 @@ def test_plugins_list_shows_points_and_sources(tmp_path: Path, capsys: pytest.Ca
     assert rows["PrioritySort"]["source"] == "built-in"
     code, out, _ = run(capsys, "plugins", "list")
     assert code == 0 and out.splitlines()[0].split() == ["NAME", "EXTENSION", "POINTS", "SOURCE"]
+
+
+def test_a_replicasets_pods_in_a_cluster_file_are_spread_by_the_default_constraints(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def node(name: str, zone: str, cpu: str) -> dict[str, Any]:
+        labels = {"topology.kubernetes.io/zone": zone, "kubernetes.io/hostname": name}
+        alloc = {"cpu": cpu, "memory": "64Gi", "pods": "110"}
+        return {"kind": "Node", "metadata": {"name": name, "labels": labels}, "status": {"allocatable": alloc}}
+
+    owner = {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "web", "controller": True}
+    pods = [
+        {
+            "kind": "Pod",
+            "metadata": {"name": f"web-{i}", "namespace": "shop", "labels": {"app": "web"}, "ownerReferences": [owner]},
+            "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "500m"}}}]},
+        }
+        for i in range(8)
+    ]
+    replicaset = {
+        "kind": "ReplicaSet",
+        "metadata": {"name": "web", "namespace": "shop"},
+        "spec": {"selector": {"matchLabels": {"app": "web"}}},
+    }
+    counts = {}
+    for name, objects in (("spread", [replicaset]), ("alone", [])):
+        path = tmp_path / f"{name}.yaml"
+        path.write_text(yaml.safe_dump_all([node("big", "z1", "64"), node("small", "z2", "8"), *objects, *pods]))
+        code, out, err = run(capsys, "scheduler", "run", "--cluster", str(path), "-o", "json")
+        assert code == 0, err
+        placed = [p["node"] for p in json.loads(out)]
+        counts[name] = {n: placed.count(n) for n in ("big", "small")}
+    # As kube-scheduler spreads a ReplicaSet's pods (its e2e twin compares both schedulers on this layout).
+    assert counts["spread"] == {"big": 4, "small": 4}
+    assert counts["alone"]["big"] >= 6  # without the ReplicaSet, nothing derives a selector: LeastAllocated wins
