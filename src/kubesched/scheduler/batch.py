@@ -49,6 +49,7 @@ class _Kept:
 
     signature: Hashable
     created: float
+    table: NodeTable
     names_generation: int
     rows: Rows
     raw: list[IntColumn | None]  # per Score plugin, before normalizing (None: the plugin was skipped)
@@ -111,7 +112,11 @@ class OpportunisticBatch:
             self._flush(FLUSH_INCOMPATIBLE)
         elif self.now() - kept.created > MAX_BATCH_AGE:
             self._flush(FLUSH_EXPIRED)
-        elif kept.names_generation != table.names_generation or self.last_chosen not in table.index:
+        elif (
+            kept.table is not table
+            or kept.names_generation != table.names_generation
+            or self.last_chosen not in table.index
+        ):
             self._flush(FLUSH_NODE_MISSING)  # rows may now hold other nodes
         else:
             return table.index[self.last_chosen]
@@ -199,6 +204,7 @@ class OpportunisticBatch:
         self.kept = _Kept(
             signature,
             self.now(),
+            table,
             table.names_generation,
             rows.copy(),
             [None if r is None else np.array(r, dtype=np.int64) for r in raw],  # copies: updated in place

@@ -17,6 +17,7 @@ from kubesched.framework.status import Verdicts
 from kubesched.scheduler.batch import (
     FLUSH_EXPIRED,
     FLUSH_INCOMPATIBLE,
+    FLUSH_NODE_MISSING,
     FLUSH_NOT_BATCHABLE,
     FLUSH_POD_SKIPPED,
     HINT_USED,
@@ -255,3 +256,18 @@ def test_the_scheduler_passes_the_feature_gate_and_reports_batching_in_its_metri
     batch.attempts[HINT_USED] += 3
     text = on.metrics.render().decode()
     assert 'scheduler_batch_attempts_total{profile="default-scheduler",result="hint_used"} 3.0' in text
+
+
+async def test_a_node_removed_during_a_batch_starts_over_and_the_gone_node_is_never_hinted() -> None:
+    cache = cache_of(varied_nodes(20))
+    cycle = Cycle(cache, rng=random.Random(6), now=Clock())
+    profile = default_profile()
+    first = await cycle.run(profile, make_pod("a0", requests={"cpu": "100m"}))
+    batch = cycle.batch(profile)
+    assert batch is not None and first.node is not None
+    cache.delete_node(first.node)
+    out = await cycle.run(profile, make_pod("a1", requests={"cpu": "100m"}))
+    assert out.node is not None and out.node != first.node and out.evaluated == 19
+    assert batch.flushes[FLUSH_NODE_MISSING] == 1
+    out = await cycle.run(profile, make_pod("a2", requests={"cpu": "100m"}))
+    assert out.evaluated == 1 and out.node != first.node
