@@ -347,9 +347,13 @@ def test_an_unschedulable_pod_gets_the_condition_and_events_kube_scheduler_write
             and event["regarding"]["uid"] == get(cp, ns, "too-big")["metadata"]["uid"]
         )
         assert sched.metric("scheduler_schedule_attempts_total", profile=run.scheduler, result="unschedulable") >= 1
-        # Another failed attempt (a node that does not fit either moves the pod): client-go's recorder makes
-        # the same Event a series instead of writing a second one.
-        with nodes(cp, run, {"tiny": {"allocatable": {"cpu": "1", "memory": "1Gi", "pods": "110"}}}):
+        # Another failed attempt: a node big enough moves the pod (NodeResourcesFit's hint), but its taint
+        # rejects it. client-go's recorder makes the same Event a series instead of writing a second one.
+        tainted = {
+            "allocatable": {"cpu": "128", "memory": "64Gi", "pods": "110"},
+            "taints": [{"key": "dedicated", "value": "other", "effect": "NoSchedule"}],
+        }
+        with nodes(cp, run, {"tainted": tainted}):
 
             def series() -> list[dict[str, Any]]:
                 return [e for e in events(cp, ns, "too-big") if e["reason"] == "FailedScheduling" and e.get("series")]

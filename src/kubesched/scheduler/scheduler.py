@@ -21,11 +21,13 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from kubesched.api.core import Node, Pod
 from kubesched.cluster.cache import ClusterCache
 from kubesched.config.extender import DEFAULT_SCHEDULER_NAME
 from kubesched.core.podinfo import PodInfo
-from kubesched.framework.interfaces import Handle
+from kubesched.framework.interfaces import CycleState, Handle, NodeBatch
 from kubesched.framework.status import SUCCESS, Status
 from kubesched.scheduler import queue as q
 from kubesched.scheduler.backend import SCHEDULER_ERROR, UNSCHEDULABLE, Backend
@@ -52,6 +54,9 @@ PLUGIN_EVENTS: dict[str, frozenset[str]] = {
     "InterPodAffinity": _NODE_EVENTS | _POD_EVENTS,
 }
 ALL_EVENTS = _NODE_EVENTS | _POD_EVENTS
+# Plugins whose Filter judges a node by itself and the pod (no PreFilter state): their hint for a node
+# event is their verdict on that node.
+NODE_LOCAL = frozenset({"NodeUnschedulable", "NodeName", "TaintToleration", "NodeAffinity", "NodeResourcesFit"})
 
 
 @dataclass(slots=True)
@@ -176,16 +181,38 @@ class Scheduler:
                 return status
         return SUCCESS
 
-    def _interested(self, entry: q.QueuedPod, event: str) -> bool:
+    def _interested(self, entry: q.QueuedPod, event: str, node: int | None) -> bool:
+        """Whether ``event`` may help a pod the ``unschedulable_plugins`` rejected (kube-scheduler's
+        queueing hints): for a node added or changed, a plugin that judges a node alone says so by
+        filtering that very node; others by the events they register."""
         if not entry.unschedulable_plugins or EXTENDER in entry.unschedulable_plugins:
             return True
         registry = self.built.registry
+        profile = self.built.profiles.get(entry.profile)
         for name in entry.unschedulable_plugins:
             cls = registry.get(name)
             events = getattr(cls, "events", None) or PLUGIN_EVENTS.get(name, ALL_EVENTS)
-            if event in events:
+            if event not in events:
+                continue
+            if node is None or name not in NODE_LOCAL or profile is None:
+                return True
+            if self._passes(profile, name, entry.info, node):
                 return True
         return False
+
+    def _passes(self, profile: Profile, plugin_name: str, pod: PodInfo, row: int) -> bool:
+        """Whether a node-local plugin's Filter lets ``pod`` onto the table's ``row`` now."""
+        plugin = next((p for p in profile.framework.filter if p.name == plugin_name), None)
+        if plugin is None:
+            return True
+        table = self.cache.table
+        if row >= table.size or table.nodes[row] is None:
+            return False
+        try:
+            verdicts = plugin.filter(CycleState(), pod, NodeBatch(table, np.array([row], dtype=np.intp)))
+        except Exception:  # a plugin failing here must not keep the pod parked: let it try
+            return True
+        return verdicts.all_passed or not int(verdicts.codes[0])
 
     # ---- cluster events (the watch and the in-memory cluster call these) ----------------------------
 
@@ -193,14 +220,15 @@ class Scheduler:
         row = self.cache.table.index.get(node.metadata.name)
         old = self.cache.table.nodes[row] if row is not None else None
         self.cache.upsert_node(node)
+        row = self.cache.table.index.get(node.metadata.name)
         if old is None:
-            self.queue.on_event(q.NODE_ADD)
+            self.queue.on_event(q.NODE_ADD, row)
         elif (old.metadata.labels, old.spec, old.status.allocatable) != (
             node.metadata.labels,
             node.spec,
             node.status.allocatable,
         ):
-            self.queue.on_event(q.NODE_UPDATE)
+            self.queue.on_event(q.NODE_UPDATE, row)
 
     def node_deleted(self, node: Node) -> None:
         self.cache.delete_node(node.metadata.name)

@@ -1,0 +1,55 @@
+"""Queueing hints: a node event moves a parked pod only if the node passes the plugins that rejected it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+from kubesched.api.core import Node, Pod
+from kubesched.cluster.cache import ClusterCache
+from kubesched.scheduler import queue as q
+from kubesched.scheduler.memory import MemoryCluster, run_until_settled
+from kubesched.scheduler.pluginmanager import build_default
+from kubesched.scheduler.queue import ManualClock
+from kubesched.scheduler.scheduler import Scheduler
+
+
+def node(name: str, cpu: str, taints: list[dict[str, str]] | None = None) -> Node:
+    body: dict[str, Any] = {"metadata": {"name": name}, "status": {"allocatable": {"cpu": cpu, "pods": "10"}}}
+    if taints:
+        body["spec"] = {"taints": taints}
+    return msgspec.convert(body, Node)
+
+
+def pod(name: str, cpu: str) -> Pod:
+    spec = {"containers": [{"name": "c", "resources": {"requests": {"cpu": cpu}}}]}
+    return msgspec.convert({"metadata": {"name": name, "namespace": "ns", "uid": name}, "spec": spec}, Pod)
+
+
+async def parked(nodes: list[Node], pods: list[Pod]) -> tuple[Scheduler, ManualClock]:
+    cluster = MemoryCluster(nodes, pods)
+    clock = ManualClock()
+    scheduler = Scheduler(ClusterCache(), cluster, build_default, clock=clock)
+    cluster.attach(scheduler)
+    await run_until_settled(scheduler, clock)
+    return scheduler, clock
+
+
+async def test_a_node_too_small_for_the_pod_leaves_it_parked_a_big_enough_one_moves_it() -> None:
+    scheduler, _ = await parked([node("small", "1")], [pod("big", "4")])
+    assert scheduler.queue.pending()[q.UNSCHEDULABLE] == 1
+    scheduler.node_upserted(node("also-small", "2"))
+    assert scheduler.queue.pending()[q.UNSCHEDULABLE] == 1  # NodeResourcesFit rejects the new node too
+    scheduler.node_upserted(node("large", "8"))
+    assert scheduler.queue.pending()[q.UNSCHEDULABLE] == 0
+
+
+async def test_a_tainted_node_leaves_a_pod_the_taints_rejected_parked() -> None:
+    taint = [{"key": "dedicated", "value": "x", "effect": "NoSchedule"}]
+    scheduler, _ = await parked([node("t1", "8", taint)], [pod("p", "1")])
+    assert scheduler.queue.pending()[q.UNSCHEDULABLE] == 1
+    scheduler.node_upserted(node("t2", "8", taint))
+    assert scheduler.queue.pending()[q.UNSCHEDULABLE] == 1
+    scheduler.node_upserted(node("t1", "8"))  # the taint removed: an update that helps
+    assert scheduler.queue.pending()[q.UNSCHEDULABLE] == 0
