@@ -32,9 +32,10 @@ from kubesched.framework.status import SUCCESS, Status
 from kubesched.scheduler import queue as q
 from kubesched.scheduler.backend import SCHEDULER_ERROR, UNSCHEDULABLE, Backend
 from kubesched.scheduler.binding import Binder, WaitingPods
-from kubesched.scheduler.cycle import EXTENDER, Cycle, Nominator, Outcome, unreserve
+from kubesched.scheduler.cycle import EXTENDER, Cycle, Outcome, unreserve
 from kubesched.scheduler.extenders import ExtenderSet, preempt_hook
 from kubesched.scheduler.metrics import SchedulerMetrics
+from kubesched.scheduler.nominator import Nominator
 from kubesched.scheduler.pluginmanager import Built, Profile
 
 log = logging.getLogger("kubesched.scheduler")

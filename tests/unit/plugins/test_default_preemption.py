@@ -19,7 +19,7 @@ from kubesched.framework.status import SUCCESS, Code, Status
 from kubesched.plugins import default_profile_plugins, in_tree
 from kubesched.plugins.default_preemption import DefaultPreemption, Preemption, VictimsMap
 from kubesched.plugins.default_preemption_candidates import Candidate, pick_one, split_by_pdb
-from kubesched.scheduler.cycle import Nominator
+from kubesched.scheduler.nominator import Nominator
 from tests.helpers import batch, make_node, make_table
 
 HOST = "kubernetes.io/hostname"

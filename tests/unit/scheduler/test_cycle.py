@@ -18,9 +18,10 @@ from kubesched.core.podinfo import PodInfo
 from kubesched.framework.interfaces import CycleState, Handle, PermitPlugin
 from kubesched.framework.status import Code, Status
 from kubesched.scheduler.config import SchedulerConfiguration, parse
-from kubesched.scheduler.cycle import Cycle, Nominator, num_feasible_nodes_to_find
+from kubesched.scheduler.cycle import Cycle, num_feasible_nodes_to_find
 from kubesched.scheduler.extenders import ExtenderSet
 from kubesched.scheduler.memory import MemoryCluster, run_until_settled
+from kubesched.scheduler.nominator import Nominator
 from kubesched.scheduler.pluginmanager import Built, Profile, build, build_default, load_registry
 from kubesched.scheduler.queue import ManualClock
 from kubesched.scheduler.scheduler import Scheduler
