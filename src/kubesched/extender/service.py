@@ -66,6 +66,7 @@ class ExtenderService:
         # Full-node requests decode only the fields the policy's plugins read.
         self._node = msgspec.json.Decoder(node_type(framework.node_fields()))
         self._quoted_gen = -1
+        self._last_rows: tuple[int, list[str], Rows] | None = None
         self._quoted: npt.NDArray[np.object_] = np.array([], dtype=object)
         self._messages: dict[str, bytes] = {}
 
@@ -106,11 +107,21 @@ class ExtenderService:
         except ValueError as err:
             raise BadRequest(f"invalid ExtenderArgs: Pod: {err}") from None
 
+    def _rows_for(self, table: NodeTable, names: list[str]) -> Rows:
+        """Rows of the named nodes; the last answer is kept, as consecutive pods are often sent the same
+        candidates (all of them, in a small cluster). Comparing the names costs less than looking them up."""
+        last = self._last_rows
+        if last is not None and last[0] == table.names_generation and last[1] == names:
+            return last[2]
+        rows = table.rows_for(names)
+        self._last_rows = (table.names_generation, names, rows)
+        return rows
+
     def _candidates(self, args: wire.ExtenderArgs) -> Candidates:
         if args.NodeNames is not None:
             # Names the cache does not know are skipped: the extender cannot judge them.
             table = self.cache.table
-            return Candidates(table, table.rows_for(args.NodeNames), self._cache_quoted(), None)
+            return Candidates(table, self._rows_for(table, args.NodeNames), self._cache_quoted(), None)
         items = (args.Nodes.items if args.Nodes else None) or []
         decode = self._node.decode
         try:

@@ -6,6 +6,9 @@ import json
 from typing import Any
 
 import httpx
+import msgspec
+
+from kubesched.api.core import Node
 
 from .conftest import NODES, make_service, node, pod
 
@@ -169,3 +172,12 @@ def test_policy_preempt_hook_trims_and_vetoes() -> None:
     out = json.loads(svc.preempt(json.dumps(args).encode()))
     assert out == {"NodeNameToMetaVictims": {"n-big": {"Pods": [{"UID": "v1"}], "NumPDBViolations": 0}}}
     assert seen == [("n-big", ["protected", "v1"]), ("n-small", ["v2"])]
+
+
+def test_the_same_candidates_again_reuse_their_rows_until_the_nodes_change() -> None:
+    svc = make_service()
+    body = json.dumps(names_args(pod(need=1), [*NAMES, "late"])).encode()
+    first = json.loads(svc.filter(body))
+    assert json.loads(svc.filter(body)) == first and "late" not in (first["NodeNames"] or [])
+    svc.cache.upsert_node(msgspec.convert(node("late"), Node))  # a node joins: the names map anew
+    assert "late" in json.loads(svc.filter(body))["NodeNames"]
