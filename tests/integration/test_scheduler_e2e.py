@@ -50,7 +50,8 @@ class Run:
     """One test's names: scheduler, node prefix, lease."""
 
     def __init__(self) -> None:
-        self.id = uuid.uuid4().hex[:8]
+        # A letter first: an id like 0e357655 is a number to kube-scheduler's YAML reader.
+        self.id = "r" + uuid.uuid4().hex[:7]
         self.scheduler = f"kubesched-{self.id}"
 
     def node(self, suffix: str) -> str:
