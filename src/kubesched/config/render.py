@@ -11,8 +11,6 @@ import json
 from collections.abc import Sequence
 from typing import Literal
 
-import yaml
-
 from kubesched.config.extender import (
     API_VERSION,
     KIND,
@@ -22,6 +20,7 @@ from kubesched.config.extender import (
     SchedulerConfig,
     TLSConfig,
 )
+from kubesched.config.yamlout import dump_yaml
 
 Format = Literal["yaml", "json"]
 
@@ -103,7 +102,7 @@ def dump(doc: object, fmt: Format = "yaml") -> str:
     """Serialise a rendered document; YAML keeps the key order given."""
     if fmt == "json":
         return json.dumps(doc, indent=2) + "\n"
-    return yaml.safe_dump(doc, sort_keys=False, default_flow_style=False, allow_unicode=True)
+    return dump_yaml(doc)
 
 
 def _leader_election(le: LeaderElection) -> dict[str, object]:

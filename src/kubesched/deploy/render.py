@@ -11,6 +11,7 @@ from typing import Any
 
 import yaml
 
+from kubesched.config.yamlout import KubeDumper, dump_yaml, kube_str
 from kubesched.deploy import extender, k8s, scheduler, tls, webhook
 from kubesched.deploy.k8s import Obj
 from kubesched.deploy.plan import DeployError, Plan
@@ -55,13 +56,14 @@ def render(plan: Plan) -> list[Obj]:
     return sorted(objects, key=lambda o: KIND_ORDER.index(o["kind"]))  # stable: components keep their order
 
 
-class _Dumper(yaml.SafeDumper):
+class _Dumper(KubeDumper):
     """Multi-line strings (embedded config files) as literal blocks, readable in the output."""
 
 
 def _str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
-    style = "|" if "\n" in value else None
-    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+    if "\n" in value:
+        return dumper.represent_scalar("tag:yaml.org,2002:str", value, style="|")
+    return kube_str(dumper, value)
 
 
 def _list(dumper: yaml.SafeDumper, value: list[Any]) -> yaml.SequenceNode:
@@ -75,7 +77,7 @@ _Dumper.add_representer(list, _list)
 
 
 def to_yaml(obj: Any) -> str:
-    return yaml.dump(obj, Dumper=_Dumper, sort_keys=False, default_flow_style=False, allow_unicode=True, width=120)
+    return dump_yaml(obj, _Dumper, width=120)
 
 
 def stream(objects: list[Obj]) -> str:

@@ -23,8 +23,8 @@ from types import TracebackType
 from typing import Any
 
 import httpx
-import yaml
 
+from kubesched.config.yamlout import dump_yaml
 from kubesched.testing import build, pki
 from kubesched.testing.kubeconfig import ssl_context, write_kubeconfig
 from kubesched.testing.nodes import node_manifest, node_status
@@ -411,7 +411,7 @@ class ControlPlane:
         doc = inject_kubeconfig(load_config(source), self.kubeconfig(identity, groups))
         config_path = self.workdir / "schedulers" / f"{name}.yaml"
         config_path.parent.mkdir(parents=True, exist_ok=True)
-        config_path.write_text(yaml.safe_dump(doc, sort_keys=False))
+        config_path.write_text(dump_yaml(doc))  # quoted where kube-scheduler's YAML would see numbers
         sched = KubeScheduler(name, self.binaries.kube_scheduler, config_path, self.logs_dir / f"{name}.log")
         self._schedulers.append(sched)
         return sched.start()
