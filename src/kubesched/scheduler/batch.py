@@ -118,6 +118,8 @@ class OpportunisticBatch:
             or self.last_chosen not in table.index
         ):
             self._flush(FLUSH_NODE_MISSING)  # rows may now hold other nodes
+        elif kept.taken < 0 or int(kept.rows[kept.taken]) != table.index[self.last_chosen]:
+            self._flush(FLUSH_NODE_MISSING)  # the node chosen last is not the one taken from the kept ones
         else:
             return table.index[self.last_chosen]
         return None
