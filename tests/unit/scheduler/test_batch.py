@@ -20,6 +20,7 @@ from kubesched.scheduler.batch import (
     FLUSH_NODE_MISSING,
     FLUSH_NOT_BATCHABLE,
     FLUSH_POD_SKIPPED,
+    FLUSH_RESCORE,
     HINT_USED,
     MAX_BATCH_AGE,
 )
@@ -64,7 +65,10 @@ def varied_nodes(n: int, taint_every: int = 0) -> list[Node]:
         )
         nodes.append(
             make_node(
-                f"n{i}", alloc={"cpu": f"{2 + i % 7}", "memory": f"{4 + (i * 3) % 11}Gi", "pods": "110"}, taints=taints
+                f"n{i}",
+                alloc={"cpu": f"{2 + i % 7}", "memory": f"{4 + (i * 3) % 11}Gi", "pods": "110"},
+                taints=taints,
+                labels={"kubernetes.io/hostname": f"n{i}"},
             )
         )
     return nodes
@@ -271,3 +275,28 @@ async def test_a_node_removed_during_a_batch_starts_over_and_the_gone_node_is_ne
     assert batch.flushes[FLUSH_NODE_MISSING] == 1
     out = await cycle.run(profile, make_pod("a2", requests={"cpu": "100m"}))
     assert out.evaluated == 1 and out.node != first.node
+
+
+async def test_a_plugin_that_starts_scoring_midway_makes_the_batch_start_over() -> None:
+    # A pod with preferred anti-affinity against app=web lands: InterPodAffinity, skipped in the full cycle,
+    # scores the next web pod. The kept scores lack it, so they are dropped, not patched.
+    cache = cache_of(varied_nodes(20))
+    cycle = Cycle(cache, rng=random.Random(8), now=Clock())
+    profile = default_profile()
+
+    def web(name: str) -> PodInfo:
+        info = make_pod(name, requests={"cpu": "100m"})
+        info.labels["app"] = "web"
+        return info
+
+    assert (await cycle.run(profile, web("w0"))).node is not None
+    term = {"labelSelector": {"matchLabels": {"app": "web"}}, "topologyKey": "kubernetes.io/hostname"}
+    anti = {
+        "podAntiAffinity": {
+            "preferredDuringSchedulingIgnoredDuringExecution": [{"weight": 50, "podAffinityTerm": term}]
+        }
+    }
+    cache.table.add_pod(cache.table.index["n3"], make_pod("loner", requests={"cpu": "100m"}, affinity=anti))
+    out = await cycle.run(profile, web("w1"))
+    batch = cycle.batch(profile)
+    assert batch is not None and batch.flushes[FLUSH_RESCORE] == 1 and out.evaluated == 20
