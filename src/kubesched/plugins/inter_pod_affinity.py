@@ -125,6 +125,18 @@ class InterPodAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
         pods: list[tuple[int, PodInfo]] = cached[1]
         return pods
 
+    def queueing_hint(self, pod: PodInfo, event: str, other: PodInfo) -> bool:
+        """A pod added or gone helps only if the pod's required terms match it, or it has terms of its own
+        (its anti-affinity may have kept the pod out): upstream's isSchedulableAfterPodChange, coarsened."""
+        if other.has_pod_affinity:
+            return True
+        terms = pod_terms(pod)
+        if terms.error:
+            return True
+        namespaces: dict[str, Mapping[str, str] | None] = {}
+        labels = self._namespace(namespaces, other.namespace)
+        return any(t.matches(other, labels) for t in (*terms.required_affinity, *terms.required_anti_affinity))
+
     def sign(self, pod: PodInfo) -> SignFragments | None:
         """Pods with terms of their own are not signable; others are matched by existing pods' terms
         through their labels and namespace (upstream signs the labels only)."""

@@ -149,6 +149,17 @@ class PodTopologySpread(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlug
             return None
         return ()
 
+    def queueing_hint(self, pod: PodInfo, event: str, other: PodInfo) -> bool:
+        """A pod added or gone helps only if it counts for one of the pod's constraints (same namespace,
+        matched by the selector), as upstream's isSchedulableAfterPodChange."""
+        if other.namespace != pod.namespace:
+            return False
+        try:
+            constraints = self.constraints(pod, DO_NOT_SCHEDULE_ACTION) + self.constraints(pod, SCHEDULE_ANYWAY)
+        except SelectorError:
+            return True
+        return not constraints or any(c.selector.matches(other.labels) for c in constraints)
+
     def signs_statically(self) -> bool:
         return not (self.default_specs and DEFAULT_SELECTOR_SERVICE in self.handle.services)
 

@@ -81,8 +81,8 @@ class QueuedPod:
 
 SortKey = Callable[[PodInfo, float], tuple[Any, ...]]
 PreEnqueue = Callable[[QueuedPod], Status]
-# (a parked pod, the event, the table row of the node it concerns if any): may the event help the pod?
-Interest = Callable[[QueuedPod, str, int | None], bool]
+# (a parked pod, the event, the table row of the node it concerns, the pod it concerns): may it help the pod?
+Interest = Callable[[QueuedPod, str, int | None, PodInfo | None], bool]
 
 
 def priority_then_arrival(pod: PodInfo, queued_at: float) -> tuple[Any, ...]:
@@ -108,7 +108,7 @@ class SchedulingQueue:
         self.clock = clock or MonotonicClock()
         self.sort_key = sort_key
         self.pre_enqueue = pre_enqueue or (lambda _: SUCCESS)
-        self.interested = interested or (lambda _p, _e, _n: True)
+        self.interested = interested or (lambda _p, _e, _n, _o: True)
         self.initial_backoff = initial_backoff
         self.max_backoff = max_backoff
         self.unschedulable_timeout = unschedulable_timeout
@@ -279,14 +279,14 @@ class SchedulingQueue:
 
     # ---- cluster events ------------------------------------------------------------------------------
 
-    def on_event(self, event: str, node: int | None = None) -> int:
-        """A cluster event (about the node at table row ``node``, if given): move the parked pods it may
-        help; returns how many moved."""
+    def on_event(self, event: str, node: int | None = None, pod: PodInfo | None = None) -> int:
+        """A cluster event (about the node at table row ``node`` or about ``pod``, if given): move the
+        parked pods it may help; returns how many moved."""
         self._moves += 1
         moved = 0
         if self._counts[UNSCHEDULABLE]:
             for entry in [e for e in self._pods.values() if e.where == UNSCHEDULABLE]:
-                if self.interested(entry, event, node):
+                if self.interested(entry, event, node, pod):
                     self._move(entry)
                     moved += 1
         return moved

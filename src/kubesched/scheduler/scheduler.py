@@ -182,10 +182,11 @@ class Scheduler:
                 return status
         return SUCCESS
 
-    def _interested(self, entry: q.QueuedPod, event: str, node: int | None) -> bool:
+    def _interested(self, entry: q.QueuedPod, event: str, node: int | None, other: PodInfo | None) -> bool:
         """Whether ``event`` may help a pod the ``unschedulable_plugins`` rejected (kube-scheduler's
         queueing hints): for a node added or changed, a plugin that judges a node alone says so by
-        filtering that very node; others by the events they register."""
+        filtering that very node; for a pod added or gone, a plugin with a `queueing_hint` answers;
+        others by the events they register."""
         if not entry.unschedulable_plugins or EXTENDER in entry.unschedulable_plugins:
             return True
         registry = self.built.registry
@@ -195,11 +196,27 @@ class Scheduler:
             events = getattr(cls, "events", None) or PLUGIN_EVENTS.get(name, ALL_EVENTS)
             if event not in events:
                 continue
+            if other is not None and profile is not None:
+                if self._pod_hint(profile, name, entry.info, event, other):
+                    return True
+                continue
             if node is None or name not in NODE_LOCAL or profile is None:
                 return True
             if self._passes(profile, name, entry.info, node):
                 return True
         return False
+
+    @staticmethod
+    def _pod_hint(profile: Profile, plugin_name: str, pod: PodInfo, event: str, other: PodInfo) -> bool:
+        """A plugin's `queueing_hint` for a pod event (no hint: the event may help)."""
+        plugin = next((p for p in profile.framework.plugins if p.name == plugin_name), None)
+        hint = getattr(plugin, "queueing_hint", None)
+        if hint is None:
+            return True
+        try:
+            return bool(hint(pod, event, other))
+        except Exception:  # a failing hint must not keep the pod parked
+            return True
 
     def _passes(self, profile: Profile, plugin_name: str, pod: PodInfo, row: int) -> bool:
         """Whether a node-local plugin's Filter lets ``pod`` onto the table's ``row`` now."""
@@ -246,9 +263,9 @@ class Scheduler:
             self._forget_pending(uid)
             if pod.status.phase in _TERMINAL:
                 if was is not None:
-                    self.queue.on_event(q.POD_DELETE)
+                    self.queue.on_event(q.POD_DELETE, pod=self.cache.compile(pod))
             elif was is None:
-                self.queue.on_event(q.POD_ADD)
+                self.queue.on_event(q.POD_ADD, pod=self.cache.compile(pod))
             return
         if self.cache.is_assumed(uid):
             return  # ours, its binding is in flight
@@ -275,7 +292,7 @@ class Scheduler:
         if waiting is not None:
             waiting.reject("", "pod deleted")
         if was is not None:
-            self.queue.on_event(q.POD_DELETE)
+            self.queue.on_event(q.POD_DELETE, pod=self.cache.compile(pod))
 
     def pods_replaced(self, pods: list[Pod]) -> None:
         """After a (re)list: the cache holds exactly these; queued pods that vanished are dropped."""

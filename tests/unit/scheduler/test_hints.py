@@ -53,3 +53,64 @@ async def test_a_tainted_node_leaves_a_pod_the_taints_rejected_parked() -> None:
     assert scheduler.queue.pending()[q.UNSCHEDULABLE] == 1
     scheduler.node_upserted(node("t1", "8"))  # the taint removed: an update that helps
     assert scheduler.queue.pending()[q.UNSCHEDULABLE] == 0
+
+
+def bound(name: str, labels: dict[str, str], node_name: str = "n") -> Pod:
+    spec = {"nodeName": node_name, "containers": [{"name": "c", "resources": {"requests": {"cpu": "100m"}}}]}
+    meta = {"name": name, "namespace": "ns", "uid": name, "labels": labels}
+    return msgspec.convert({"metadata": meta, "spec": spec}, Pod)
+
+
+async def test_a_pod_added_helps_a_pod_with_required_affinity_only_if_it_matches_the_terms() -> None:
+    term = {"labelSelector": {"matchLabels": {"app": "db"}}, "topologyKey": "kubernetes.io/hostname"}
+    waiting = pod("web", "1")
+    waiting = msgspec.structs.replace(
+        waiting,
+        spec=msgspec.convert(
+            {
+                "containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}],
+                "affinity": {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}},
+            },
+            type(waiting.spec),
+        ),
+    )
+    host = msgspec.convert(
+        {
+            "metadata": {"name": "n", "labels": {"kubernetes.io/hostname": "n"}},
+            "status": {"allocatable": {"cpu": "8", "pods": "10"}},
+        },
+        Node,
+    )
+    scheduler, _ = await parked([host], [waiting])
+    assert scheduler.queue.pending()[q.UNSCHEDULABLE] == 1
+    scheduler.pod_upserted(bound("cache", {"app": "cache"}))
+    assert scheduler.queue.pending()[q.UNSCHEDULABLE] == 1  # no term matches it
+    scheduler.pod_upserted(bound("db", {"app": "db"}))
+    assert scheduler.queue.pending()[q.UNSCHEDULABLE] == 0
+
+
+async def test_a_pod_event_helps_a_spread_pod_only_if_the_pod_counts_for_its_constraints() -> None:
+    # The node lacks the constraint's topology key: PodTopologySpread rejects the pod there.
+    spread = [
+        {
+            "maxSkew": 1,
+            "topologyKey": "zone",
+            "whenUnsatisfiable": "DoNotSchedule",
+            "labelSelector": {"matchLabels": {"app": "web"}},
+        }
+    ]
+    waiting = msgspec.convert(
+        {
+            "metadata": {"name": "w", "namespace": "ns", "uid": "w", "labels": {"app": "web"}},
+            "spec": {"containers": [{"name": "c"}], "topologySpreadConstraints": spread},
+        },
+        Pod,
+    )
+    scheduler, _ = await parked([node("n", "8")], [waiting])
+    assert scheduler.queue.pending()[q.UNSCHEDULABLE] == 1
+    scheduler.pod_upserted(bound("other", {"app": "other"}))
+    assert scheduler.queue.pending()[q.UNSCHEDULABLE] == 1  # the selector does not match it
+    scheduler.pod_deleted(bound("other", {"app": "other"}))
+    assert scheduler.queue.pending()[q.UNSCHEDULABLE] == 1
+    scheduler.pod_upserted(bound("web-1", {"app": "web"}))
+    assert scheduler.queue.pending()[q.UNSCHEDULABLE] == 0

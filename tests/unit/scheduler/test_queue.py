@@ -56,7 +56,7 @@ def test_unschedulable_pods_wait_for_an_event_their_plugins_care_about() -> None
     clock = ManualClock()
     interested = {"fit": {q.NODE_ADD, q.POD_DELETE}, "name": {q.NODE_ADD}}
     queue = SchedulingQueue(
-        clock=clock, interested=lambda e, ev, _n: any(ev in interested[p] for p in e.unschedulable_plugins)
+        clock=clock, interested=lambda e, ev, _n, _o: any(ev in interested[p] for p in e.unschedulable_plugins)
     )
     for name in ("fit", "name"):
         queue.add(make_pod(name), "s")
@@ -87,7 +87,7 @@ def test_a_moved_pod_still_in_backoff_waits_it_out() -> None:
 
 def test_unschedulable_pods_are_flushed_after_five_minutes() -> None:
     clock = ManualClock()
-    queue = SchedulingQueue(clock=clock, interested=lambda _e, _ev, _n: False)
+    queue = SchedulingQueue(clock=clock, interested=lambda _e, _ev, _n, _o: False)
     queue.add(make_pod("p"), "s")
     entry = queue.pop()
     assert entry is not None
