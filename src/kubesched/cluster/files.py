@@ -73,13 +73,13 @@ def read_cluster(path: Path) -> tuple[list[Node], list[Pod], Workloads]:
                 elif kind == "Pod":
                     pods.append(msgspec.convert(obj, Pod))
                 elif kind == "Service":
-                    workloads.upsert_service(msgspec.convert(obj, Service))
+                    workloads.services.upsert(msgspec.convert(obj, Service))
                 elif kind == "ReplicationController":
-                    workloads.upsert_controller(msgspec.convert(obj, ReplicationController))
+                    workloads.controllers.upsert(msgspec.convert(obj, ReplicationController))
                 elif kind == "ReplicaSet":
-                    workloads.upsert_replica_set(msgspec.convert(obj, Workload))
+                    workloads.replica_sets.upsert(msgspec.convert(obj, Workload))
                 elif kind == "StatefulSet":
-                    workloads.upsert_stateful_set(msgspec.convert(obj, Workload))
+                    workloads.stateful_sets.upsert(msgspec.convert(obj, Workload))
                 else:
                     expected = ", ".join(("Node", "Pod", *_WORKLOADS[:-1])) + f" or {_WORKLOADS[-1]}"
                     raise ClusterFileError(f"{path}: {where}: unsupported kind {kind!r} (expected {expected})")

@@ -14,67 +14,49 @@ An empty result means no default constraints. Fed by list+watch (scheduler/run.p
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Generic, TypeVar
+
 from kubesched.api.core import LabelSelector, LabelSelectorRequirement, ReplicationController, Service, Workload
 from kubesched.core.podinfo import PodInfo
 from kubesched.plugins.label_selector import SelectorError, compile_selector
 
-Key = tuple[str, str]  # (namespace, name)
+S = TypeVar("S")
+Item = TypeVar("Item", Service, ReplicationController, Workload)
 
 
-def key(meta_namespace: str, name: str) -> Key:
-    return meta_namespace, name
+class Selectors(Generic[Item, S]):
+    """One kind's selectors by namespace and name, fed by a watch (or a cluster file)."""
+
+    def __init__(self, selector_of: Callable[[Item], S]) -> None:
+        self._selector_of: Callable[[Item], S] = selector_of
+        self.by_namespace: dict[str, dict[str, S]] = {}
+
+    def replace(self, items: list[Item]) -> None:
+        self.by_namespace = {}
+        for item in items:
+            self.upsert(item)
+
+    def upsert(self, item: Item) -> None:
+        meta = item.metadata
+        self.by_namespace.setdefault(meta.namespace, {})[meta.name] = self._selector_of(item)
+
+    def delete(self, item: Item) -> None:
+        meta = item.metadata
+        self.by_namespace.get(meta.namespace, {}).pop(meta.name, None)
+
+    def get(self, namespace: str, name: str) -> S | None:
+        return self.by_namespace.get(namespace, {}).get(name)
 
 
 class Workloads:
-    """Services, ReplicationControllers, ReplicaSets and StatefulSets, by namespace and name."""
+    """Services, ReplicationControllers, ReplicaSets and StatefulSets: their selectors."""
 
     def __init__(self) -> None:
-        self.services: dict[str, dict[str, dict[str, str] | None]] = {}  # namespace -> name -> selector
-        self.controllers: dict[Key, dict[str, str] | None] = {}
-        self.replica_sets: dict[Key, LabelSelector | None] = {}
-        self.stateful_sets: dict[Key, LabelSelector | None] = {}
-
-    # ---- fed by the watches ------------------------------------------------------------------------
-
-    def replace_services(self, items: list[Service]) -> None:
-        self.services = {}
-        for item in items:
-            self.upsert_service(item)
-
-    def upsert_service(self, item: Service) -> None:
-        meta = item.metadata
-        self.services.setdefault(meta.namespace, {})[meta.name] = item.spec.selector
-
-    def delete_service(self, item: Service) -> None:
-        meta = item.metadata
-        self.services.get(meta.namespace, {}).pop(meta.name, None)
-
-    def replace_controllers(self, items: list[ReplicationController]) -> None:
-        self.controllers = {key(i.metadata.namespace, i.metadata.name): i.spec.selector for i in items}
-
-    def upsert_controller(self, item: ReplicationController) -> None:
-        self.controllers[key(item.metadata.namespace, item.metadata.name)] = item.spec.selector
-
-    def delete_controller(self, item: ReplicationController) -> None:
-        self.controllers.pop(key(item.metadata.namespace, item.metadata.name), None)
-
-    def replace_replica_sets(self, items: list[Workload]) -> None:
-        self.replica_sets = {key(i.metadata.namespace, i.metadata.name): i.spec.selector for i in items}
-
-    def upsert_replica_set(self, item: Workload) -> None:
-        self.replica_sets[key(item.metadata.namespace, item.metadata.name)] = item.spec.selector
-
-    def delete_replica_set(self, item: Workload) -> None:
-        self.replica_sets.pop(key(item.metadata.namespace, item.metadata.name), None)
-
-    def replace_stateful_sets(self, items: list[Workload]) -> None:
-        self.stateful_sets = {key(i.metadata.namespace, i.metadata.name): i.spec.selector for i in items}
-
-    def upsert_stateful_set(self, item: Workload) -> None:
-        self.stateful_sets[key(item.metadata.namespace, item.metadata.name)] = item.spec.selector
-
-    def delete_stateful_set(self, item: Workload) -> None:
-        self.stateful_sets.pop(key(item.metadata.namespace, item.metadata.name), None)
+        self.services: Selectors[Service, dict[str, str] | None] = Selectors(lambda s: s.spec.selector)
+        self.controllers: Selectors[ReplicationController, dict[str, str] | None] = Selectors(lambda c: c.spec.selector)
+        self.replica_sets: Selectors[Workload, LabelSelector | None] = Selectors(lambda w: w.spec.selector)
+        self.stateful_sets: Selectors[Workload, LabelSelector | None] = Selectors(lambda w: w.spec.selector)
 
     # ---- DefaultSelector ----------------------------------------------------------------------------
 
@@ -82,18 +64,17 @@ class Workloads:
         """The selector PodTopologySpread's default constraints use for ``pod``; None when it is empty."""
         labels = pod.labels
         merged: dict[str, str] = {}
-        for selector in self.services.get(pod.namespace, {}).values():
+        for selector in self.services.by_namespace.get(pod.namespace, {}).values():
             if selector is not None and all(labels.get(k) == v for k, v in selector.items()):
                 merged.update(selector)
         requirements: list[LabelSelectorRequirement] = []
         owner = next((o for o in pod.pod.metadata.owner_references or () if o.controller), None)
         if owner is not None:
-            where = key(pod.namespace, owner.name)
             if owner.api_version == "v1" and owner.kind == "ReplicationController":
-                merged.update(self.controllers.get(where) or {})
+                merged.update(self.controllers.get(pod.namespace, owner.name) or {})
             elif owner.api_version == "apps/v1" and owner.kind in ("ReplicaSet", "StatefulSet"):
                 sets = self.replica_sets if owner.kind == "ReplicaSet" else self.stateful_sets
-                requirements = as_requirements(sets.get(where))
+                requirements = as_requirements(sets.get(pod.namespace, owner.name))
         if not merged and not requirements:
             return None
         return LabelSelector(match_labels=merged or None, match_expressions=requirements or None)

@@ -119,7 +119,8 @@ class Framework:
         """The pod's signature (kube-scheduler's SignPod): None when some plugin cannot sign it.
 
         Pods with equal signatures get equal verdicts and scores on the same nodes in the same state.
-        Signing reads only the pod and the plugins' config, so it is done once per pod.
+        What the static signers say is kept with the pod's spec (signed once per ReplicaSet); the
+        dynamic ones (see `SignPlugin.signs_statically`) are asked for every pod.
         """
         if self.signers is None:
             return None
@@ -213,12 +214,7 @@ class Framework:
         one: Rows | None = None
         for stage in self._stages:
             if isinstance(stage, tuple):
-                skip = state.skip_filter
-                active = (
-                    stage
-                    if not skip or skip.isdisjoint(self._stage_names[stage])
-                    else tuple(p for p in stage if p.name not in skip)
-                )
+                active = self._active(stage, state)
                 if active and self._static_codes(active, state, pod, table)[0][row]:
                     return False
                 continue
@@ -235,6 +231,13 @@ class Framework:
                     raise FrameworkError(status.with_plugin(stage.name))
                 return False
         return True
+
+    def _active(self, stage: tuple[StaticFilterPlugin, ...], state: CycleState) -> tuple[StaticFilterPlugin, ...]:
+        """The stage's plugins PreFilter did not skip (the stage itself, a stable key, when none was)."""
+        skip = state.skip_filter
+        if not skip or skip.isdisjoint(self._stage_names[stage]):
+            return stage
+        return tuple(p for p in stage if p.name not in skip)
 
     def _static_codes(
         self, active: tuple[StaticFilterPlugin, ...], state: CycleState, pod: PodInfo, table: NodeTable
@@ -262,12 +265,7 @@ class Framework:
         rows: Rows,
         diagnosis: Diagnosis,
     ) -> Rows:
-        skip = state.skip_filter
-        active = (
-            stage
-            if not skip or skip.isdisjoint(self._stage_names[stage])
-            else tuple(p for p in stage if p.name not in skip)
-        )
+        active = self._active(stage, state)
         if not active:
             return rows
         codes_all, statuses = self._static_codes(active, state, pod, table)
@@ -370,15 +368,9 @@ class Framework:
                 weight_sum += weight
         return totals, weight_sum
 
-    def combine_scores(
-        self, state: CycleState, pod: PodInfo, nodes: NodeBatch, raw: list[IntColumn | None]
-    ) -> tuple[IntColumn, int]:
-        """NormalizeScore then weights: totals per node, and the sum of the weights that took part."""
-        return self.weigh(len(nodes), self.normalize_scores(state, pod, nodes, raw))
-
     def run_score(self, state: CycleState, pod: PodInfo, nodes: NodeBatch) -> tuple[IntColumn, int]:
         """Score, NormalizeScore and weights: totals per node and the sum of the weights that took part."""
-        return self.combine_scores(state, pod, nodes, self.score_raw(state, pod, nodes))
+        return self.weigh(len(nodes), self.normalize_scores(state, pod, nodes, self.score_raw(state, pod, nodes)))
 
     def prioritize(self, state: CycleState, pod: PodInfo, nodes: NodeBatch) -> tuple[IntColumn, int]:
         self.run_pre_score(state, pod, nodes)

@@ -28,7 +28,7 @@ from kubesched.framework.interfaces import (
     SignPlugin,
 )
 from kubesched.framework.status import SKIP, SUCCESS, Status
-from kubesched.plugins.node_resources_fit import ResourceSpec, allocation, default_resources, scored_resources
+from kubesched.plugins.node_resources_fit import ResourceSpec, default_resources, scored_resources
 
 FloatColumn = npt.NDArray[np.float64]
 
@@ -145,16 +145,15 @@ class NodeResourcesBalancedAllocation(PreScorePlugin, ScorePlugin, SignPlugin):
                     fracs.append(min(float(table.requested_at(used, row) + amount) / float(allocatable), 1.0))
             return np.array([balanced_score_one(fracs)], dtype=np.int64)
         fractions: list[tuple[FloatColumn, npt.NDArray[np.bool_] | None]] = []
-        for name in self.resources:
-            columns = allocation(nodes.table, nodes.rows, pod, name, use_requested=True)
-            if columns is not None:
-                alloc, req = columns
-                if alloc.all():
-                    frac: FloatColumn = req / alloc  # float64(Q) / float64(A), as Go computes it
-                    counted = None
-                else:
-                    counted = alloc != 0
-                    frac = req / np.where(counted, alloc, 1)
-                np.minimum(frac, 1.0, out=frac)
-                fractions.append((frac, counted))
+        table, rows = nodes.table, nodes.rows
+        for name, used, amount in scored_resources(pod, self.resources, use_requested=True):
+            alloc, req = table.allocatable(name)[rows], table.requested(used)[rows] + amount
+            if alloc.all():
+                frac: FloatColumn = req / alloc  # float64(Q) / float64(A), as Go computes it
+                counted = None
+            else:
+                counted = alloc != 0
+                frac = req / np.where(counted, alloc, 1)
+            np.minimum(frac, 1.0, out=frac)
+            fractions.append((frac, counted))
         return balanced_score(fractions, len(nodes))

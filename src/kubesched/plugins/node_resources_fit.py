@@ -1,7 +1,7 @@
 """NodeResourcesFit: the pod's requests must fit the node's free allocatable; scores by allocation.
 
 Scoring strategies (least_allocated.go, most_allocated.go, requested_to_capacity_ratio.go) share
-resource_allocation.go's accounting, exported here as `allocation` for BalancedAllocation too.
+resource_allocation.go's accounting, exported here as `scored_resources` for BalancedAllocation too.
 Go's integer division truncates toward zero and Python's floors; they differ only for negative
 operands, which only a falling RequestedToCapacityRatio shape produces (quantities are >= 0).
 """
@@ -17,7 +17,7 @@ import numpy as np
 
 from kubesched.api.slim import NodeFields
 from kubesched.core.nodeaffinity import is_qualified_name
-from kubesched.core.nodetable import BoolColumn, IntColumn, NodeTable, Rows
+from kubesched.core.nodetable import BoolColumn, IntColumn
 from kubesched.core.podinfo import PodInfo
 from kubesched.framework.interfaces import (
     MAX_NODE_SCORE,
@@ -159,17 +159,6 @@ def scored_resources(pod: PodInfo, names: tuple[str, ...], *, use_requested: boo
         found = ((n, scored_columns(pod, n, use_requested=use_requested)) for n in names)
         cached = pod.cache[key] = tuple((n, c[0], c[1]) for n, c in found if c is not None)
     return cached  # type: ignore[return-value]
-
-
-def allocation(
-    table: NodeTable, rows: Rows, pod: PodInfo, name: str, *, use_requested: bool
-) -> tuple[IntColumn, IntColumn] | None:
-    """(allocatable, requested including the pod) per row for one scored resource; None if it is not scored."""
-    columns = scored_columns(pod, name, use_requested=use_requested)
-    if columns is None:
-        return None
-    used_key, pod_request = columns
-    return table.allocatable(name)[rows], table.requested(used_key)[rows] + pod_request
 
 
 def tdiv(a: IntColumn, b: int) -> IntColumn:
@@ -363,11 +352,11 @@ class NodeResourcesFit(FilterPlugin, ScorePlugin, SignPlugin):
                 for name, used, amount in scored_resources(pod, self.names, use_requested=False)
             ]
             return np.array([self.scorer_one(one)], dtype=np.int64)
-        parts = []
-        for name, weight in self.resources:
-            columns = allocation(nodes.table, nodes.rows, pod, name, use_requested=False)
-            if columns is not None:
-                parts.append((*columns, weight))
+        table, rows = nodes.table, nodes.rows
+        parts = [
+            (table.allocatable(name)[rows], table.requested(used)[rows] + amount, self.weights[name])
+            for name, used, amount in scored_resources(pod, self.names, use_requested=False)
+        ]
         return self.scorer(len(nodes), parts)
 
 

@@ -165,7 +165,8 @@ class OpportunisticBatch:
                     again = True
             else:
                 if not MIN_NODE_SCORE <= value <= MAX_NODE_SCORE:
-                    fw.normalize_one(i, scratch, pod, NodeBatch(table, kept.rows[t : t + 1]), new)  # raises
+                    # Out of range: let the framework's check raise its usual error for this plugin.
+                    fw.normalize_one(i, scratch, pod, NodeBatch(table, kept.rows[t : t + 1]), new)
                 normalized[t] = value
         kept.shrunk = False
         if again:

@@ -223,7 +223,7 @@ class Cycle:
         Pod affinity, for one, may hold only thanks to a nominated pod that may yet land elsewhere.
         """
         again = np.isin(rows, np.fromiter(added, dtype=np.intp, count=len(added)))
-        if not added or not again.any():
+        if not again.any():
             return rows
         for row, pods in added.items():
             for other in pods:
@@ -283,10 +283,9 @@ class Cycle:
     ) -> Rows | None:
         node = self.nominator.node_of(pod.uid) or pod.pod.status.nominated_node_name
         row = table.index.get(node) if node else None
-        if row is None or (allowed is not None and node not in allowed):
+        if row is None or not self._fits(fw, state, pod, table, row, allowed):
             return None
-        rows = fw.run_filter(state, pod, NodeBatch(table, np.array([row], dtype=np.intp)), Diagnosis())
-        return rows if len(rows) else None
+        return np.array([row], dtype=np.intp)
 
     def _find(
         self,

@@ -121,25 +121,25 @@ def reflectors(
             client,
             "/api/v1/services",
             Service,
-            Handlers(workloads.replace_services, workloads.upsert_service, workloads.delete_service),
+            Handlers(workloads.services.replace, workloads.services.upsert, workloads.services.delete),
         ),
         Reflector(
             client,
             "/api/v1/replicationcontrollers",
             ReplicationController,
-            Handlers(workloads.replace_controllers, workloads.upsert_controller, workloads.delete_controller),
+            Handlers(workloads.controllers.replace, workloads.controllers.upsert, workloads.controllers.delete),
         ),
         Reflector(
             client,
             "/apis/apps/v1/replicasets",
             Workload,
-            Handlers(workloads.replace_replica_sets, workloads.upsert_replica_set, workloads.delete_replica_set),
+            Handlers(workloads.replica_sets.replace, workloads.replica_sets.upsert, workloads.replica_sets.delete),
         ),
         Reflector(
             client,
             "/apis/apps/v1/statefulsets",
             Workload,
-            Handlers(workloads.replace_stateful_sets, workloads.upsert_stateful_set, workloads.delete_stateful_set),
+            Handlers(workloads.stateful_sets.replace, workloads.stateful_sets.upsert, workloads.stateful_sets.delete),
         ),
     ]
 

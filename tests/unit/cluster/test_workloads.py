@@ -34,7 +34,7 @@ def workload(name: str, selector: dict[str, Any]) -> Workload:
 
 def test_services_selecting_the_pod_are_merged_and_others_left_out() -> None:
     w = Workloads()
-    w.replace_services(
+    w.services.replace(
         [
             service("web", {"app": "web"}),
             service("tier", {"tier": "front"}),
@@ -47,17 +47,17 @@ def test_services_selecting_the_pod_are_merged_and_others_left_out() -> None:
         match_labels={"app": "web", "tier": "front"}
     )
     assert w.default_selector(pod({"app": "api"})) is None
-    w.delete_service(service("web", None))
-    w.delete_service(service("tier", None))
+    w.services.delete(service("web", None))
+    w.services.delete(service("tier", None))
     assert w.default_selector(pod({"app": "web", "tier": "front"})) is None
 
 
 def test_the_controller_owner_adds_its_selector() -> None:
     w = Workloads()
-    w.upsert_service(service("web", {"app": "web"}))
-    w.upsert_replica_set(workload("web-1", {"matchLabels": {"app": "web", "hash": "1"}}))
-    w.upsert_stateful_set(workload("db", {"matchExpressions": [{"key": "app", "operator": "Exists"}]}))
-    w.upsert_controller(
+    w.services.upsert(service("web", {"app": "web"}))
+    w.replica_sets.upsert(workload("web-1", {"matchLabels": {"app": "web", "hash": "1"}}))
+    w.stateful_sets.upsert(workload("db", {"matchExpressions": [{"key": "app", "operator": "Exists"}]}))
+    w.controllers.upsert(
         msgspec.convert(
             {"metadata": {"name": "rc", "namespace": "ns"}, "spec": {"selector": {"rc": "x"}}}, ReplicationController
         )
@@ -83,7 +83,7 @@ def test_the_controller_owner_adds_its_selector() -> None:
 
 def test_a_selector_that_does_not_parse_adds_nothing() -> None:
     w = Workloads()
-    w.upsert_replica_set(workload("bad", {"matchExpressions": [{"key": "a", "operator": "In", "values": []}]}))
+    w.replica_sets.upsert(workload("bad", {"matchExpressions": [{"key": "a", "operator": "In", "values": []}]}))
     assert w.default_selector(pod({"a": "b"}, ("apps/v1", "ReplicaSet", "bad"))) is None
 
 
@@ -105,5 +105,5 @@ def test_pods_become_unsignable_once_default_constraints_apply_to_them() -> None
     )
     first = compile(raw)
     assert fw.sign(first) is not None
-    w.upsert_service(service("web", {"app": "web"}))  # now they spread: the same spec is no longer signable
+    w.services.upsert(service("web", {"app": "web"}))  # now they spread: the same spec is no longer signable
     assert fw.sign(compile(raw)) is None
