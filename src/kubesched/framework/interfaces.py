@@ -125,6 +125,21 @@ class ClusterAPIError(Exception):
     """A cluster call failed; the message says what and why."""
 
 
+class BindingUnknownError(ClusterAPIError):
+    """A Binding was sent but its answer was lost (timeout, connection cut): it may have been applied.
+
+    The scheduler keeps the pod counted on the node until the watch tells what happened.
+    """
+
+
+class AlreadyAssignedError(ClusterAPIError):
+    """The server refused the Binding because the pod is already bound (409); ``node`` is where, if known."""
+
+    def __init__(self, message: str, node: str | None = None) -> None:
+        super().__init__(message)
+        self.node = node
+
+
 class Plugin:
     """Base of every plugin. Subclasses set `name` and, if they take args, `Args` (a msgspec Struct)."""
 
