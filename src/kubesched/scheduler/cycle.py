@@ -54,6 +54,14 @@ def num_feasible_nodes_to_find(n: int, percentage: int, scoring: bool) -> int:
     return min(k, n)
 
 
+@dataclass(frozen=True, slots=True)
+class _Nominated:
+    """The pod's nominated node passed the plugins; the filter extenders are still to be asked."""
+
+    table: NodeTable
+    rows: Rows
+
+
 @dataclass
 class Outcome:
     """What a cycle decided: a node (assumed, reserved, permitted) or why not."""
@@ -70,6 +78,9 @@ class Outcome:
     evaluated: int = 0
     feasible: int = 0
     extender_rejected: bool = False
+    signature: Hashable | None = None  # opportunistic batching's signature of the pod, and the node hinted
+    hinted: int | None = None
+    bind_error: Exception | None = None  # what the binding raised (AlreadyAssignedError, BindingUnknownError)
 
     @property
     def error(self) -> bool:
@@ -139,29 +150,21 @@ class Cycle:
             return
         diagnosis = Diagnosis()
         batch = self.batch(profile)
-        signature: Hashable | None = None
-        hinted: int | None = None
-        added: dict[int, list[PodInfo]] = {}
-        with self._nominated_pods(table, pod, added) if len(self.nominator) else _NOTHING:
-            status, allowed = fw.run_pre_filter(state, pod, table)
-            if status.rejected:
-                diagnosis.pre_filter = status
-                feasible = table.rows()[:0]
-            else:
-                if batch is not None:
-                    signature = fw.sign(pod)
-                    hinted = batch.hint(fw, state, pod, table, signature, self.count)
-                first = await self._first_choice(out, fw, table, allowed, hinted, added)
-                if first is not None:
-                    table = self.cache.table
-                    out.node = table.names[first]
-                    if batch is not None:
-                        batch.store(signature, hinted, first, table, self.count, None)
-                    return
-                table = self.cache.table
-                feasible = self._find(profile, state, pod, table, allowed, diagnosis)
-                if added:
-                    feasible = self._second_pass(fw, pod, table, feasible, added, diagnosis)
+        found = self._search(profile, out, diagnosis, batch, try_nominated=True)
+        if isinstance(found, _Nominated):
+            # The filter extenders are awaited with the table as the cache has it: nominated pods are
+            # counted only inside `_search`, which never awaits (another task may change the table now).
+            names = await self._extender_filter(out, found.table, found.rows, Diagnosis())
+            row = self.cache.table.index.get(names[0]) if names else None
+            if row is not None:
+                out.node = self.cache.table.names[row]
+                return
+            found = self._search(profile, out, diagnosis, batch, try_nominated=False)
+        if isinstance(found, int):
+            out.node = self.cache.table.names[found]
+            return
+        table, feasible = self.cache.table, found
+        signature, hinted = out.signature, out.hinted
         out.evaluated = len(feasible) + diagnosis.rejected_count()
         if len(feasible) and self.extenders.filters(pod):
             names = await self._extender_filter(out, table, feasible, diagnosis)
@@ -190,6 +193,47 @@ class Cycle:
         out.node = table.names[chosen]
         if batch is not None:
             batch.store(signature, hinted, chosen, table, self.count, (feasible, raw, normalized, totals, best))
+
+    def _search(
+        self, profile: Profile, out: Outcome, diagnosis: Diagnosis, batch: OpportunisticBatch | None, try_nominated: bool
+    ) -> Rows | int | _Nominated:
+        """PreFilter and Filter, with the nominated pods counted: the feasible rows, a row taken without
+        search (the batch's hint), or the pod's nominated node that passed (the caller asks the filter
+        extenders). Synchronous on purpose: the nominated pods are added to the shared table and removed
+        again before anything else can run."""
+        fw, pod, state = profile.framework, out.pod, out.state
+        table = self.cache.table
+        added: dict[int, list[PodInfo]] = {}
+        with self._nominated_pods(table, pod, added) if len(self.nominator) else _NOTHING:
+            status, allowed = fw.run_pre_filter(state, pod, table)
+            if status.rejected:
+                diagnosis.pre_filter = status
+                return table.rows()[:0]
+            signature: Hashable | None = None
+            hinted: int | None = None
+            if batch is not None:
+                signature = fw.sign(pod)
+                hinted = batch.hint(fw, state, pod, table, signature, self.count)
+            out.signature, out.hinted = signature, hinted
+            if try_nominated:
+                nominated = self._try_nominated(fw, state, pod, table, allowed)
+                if nominated is not None and added:
+                    nominated = self._second_pass(fw, pod, table, nominated, added, Diagnosis())
+                if nominated is not None and len(nominated):
+                    if self.extenders.filters(pod):
+                        return _Nominated(table, nominated)  # never with a batch (no batching with extenders)
+                    if batch is not None:
+                        batch.store(signature, hinted, int(nominated[0]), table, self.count, None)
+                    return int(nominated[0])
+            if hinted is not None and self._hint_passes(fw, state, pod, table, hinted, allowed, added):
+                out.evaluated = out.feasible = 1
+                if batch is not None:
+                    batch.store(signature, hinted, hinted, table, self.count, None)
+                return hinted
+            feasible = self._find(profile, state, pod, table, allowed, diagnosis)
+            if added:
+                feasible = self._second_pass(fw, pod, table, feasible, added, diagnosis)
+        return feasible
 
     @contextlib.contextmanager
     def _nominated_pods(self, table: NodeTable, pod: PodInfo, added: dict[int, list[PodInfo]]) -> Iterator[None]:
@@ -245,30 +289,20 @@ class Cycle:
         kept: Rows = rows[keep]
         return kept
 
-    async def _first_choice(
+    def _hint_passes(
         self,
-        out: Outcome,
         fw: Framework,
+        state: CycleState,
+        pod: PodInfo,
         table: NodeTable,
+        hinted: int,
         allowed: frozenset[str] | None,
-        hinted: int | None,
         added: dict[int, list[PodInfo]],
-    ) -> int | None:
-        """A node taken without search: the pod's nominated node if it passes (and the filter extenders),
-        else the batch's hint if it passes (no extenders then); both also pass the second pass."""
-        pod, state = out.pod, out.state
-        nominated = self._try_nominated(fw, state, pod, table, allowed)
-        if nominated is not None and added:
-            nominated = self._second_pass(fw, pod, table, nominated, added, Diagnosis())
-        if nominated is not None and len(nominated):
-            names = await self._extender_filter(out, table, nominated, Diagnosis())
-            return self.cache.table.index[names[0]] if names else None
-        if hinted is None or not self._fits(fw, state, pod, table, hinted, allowed):
-            return None
-        if hinted in added and not len(self._second_pass(fw, pod, table, np.array([hinted]), added, Diagnosis())):
-            return None
-        out.evaluated = out.feasible = 1
-        return hinted
+    ) -> bool:
+        """Whether the batch's hinted node passes (and passes the second pass too, if it had nominated pods)."""
+        if not self._fits(fw, state, pod, table, hinted, allowed):
+            return False
+        return hinted not in added or bool(len(self._second_pass(fw, pod, table, np.array([hinted]), added, Diagnosis())))
 
     @staticmethod
     def _fits(

@@ -246,3 +246,37 @@ async def test_a_pod_waiting_at_permit_past_its_timeout_is_unreserved_and_requeu
     assert not any(p.spec.node_name for p in cluster.pods.values())
     assert scheduler.cache.pod_node("uid-p") is None  # forgotten
     assert "rejected due to timeout after waiting 0.05s at plugin HoldAtPermit" in cluster.conditions["default/p"][1]
+
+
+async def test_nominated_pods_are_not_left_in_the_table_while_an_extender_is_awaited() -> None:
+    # Item 13: the pod's nominated node goes to a filter extender (an await). Meanwhile the watch binds
+    # another pod nominated to that node. Afterwards the table must count exactly what a fresh cache counts.
+    alloc = {"cpu": "8", "memory": "8Gi", "pods": "110"}
+    cache = cache_of([make_node("a", alloc=alloc), make_node("b", alloc=alloc)])
+    nominator = Nominator()
+    other = make_pod("other", requests={"cpu": "2", "memory": "1Gi"}, priority=100)
+    pod = make_pod("p", requests={"cpu": "1", "memory": "1Gi"}, priority=10)
+    nominator.add(other, "a")
+    nominator.add(pod, "a")
+    bound = msgspec.structs.replace(other.pod, spec=msgspec.structs.replace(other.pod.spec, node_name="a"))
+    calls = []
+
+    async def handler(request: httpx.Request) -> httpx.Response:
+        calls.append(json.loads(request.content)["NodeNames"])
+        cache.upsert_pod(bound)  # the watch, while the extender is asked
+        nominator.remove(other.uid)
+        return httpx.Response(200, json={"NodeNames": ["a"]})
+
+    ext = Extender("http://ext/", filter_verb="filter", node_cache_capable=True)
+    cycle = Cycle(cache, nominator=nominator, extenders=with_transport(ExtenderSet([ext]), handler))
+    out = await cycle.run(default_profile(), pod)
+    assert calls == [["a"]] and out.node == "a"
+    fresh = cache_of([make_node("a", alloc=alloc), make_node("b", alloc=alloc)])
+    fresh.upsert_pod(bound)
+    fresh.assume(pod, "a")
+    for table in (cache.table, fresh.table):
+        assert sorted(table.pods_on(table.index["a"])) == sorted([other.uid, pod.uid])
+    for resource in ("cpu", "memory", "pods"):
+        got = [cache.table.free_at(resource, cache.table.index[n]) for n in ("a", "b")]
+        want = [fresh.table.free_at(resource, fresh.table.index[n]) for n in ("a", "b")]
+        assert got == want, resource
