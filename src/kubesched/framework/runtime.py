@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import random
 from collections.abc import Hashable
 from dataclasses import dataclass
@@ -12,6 +13,7 @@ import numpy.typing as npt
 from kubesched.api.slim import NodeFields
 from kubesched.core.nodetable import IntColumn, NodeTable, Rows
 from kubesched.core.podinfo import PodInfo
+from kubesched.core.quantity import QuantityError
 from kubesched.framework.diagnosis import Diagnosis
 from kubesched.framework.interfaces import (
     MAX_NODE_SCORE,
@@ -39,14 +41,56 @@ from kubesched.framework.registry import Registry
 from kubesched.framework.status import SUCCESS, Code, Status
 
 _max_reduce = np.maximum.reduce  # the ufunc itself: skips ndarray.max's Python wrapper
+log = logging.getLogger("kubesched.framework")
+
+# What an attempt fails with when a plugin raises: kube-scheduler v1.35.4's messages for a plugin's error
+# (framework/runtime/framework.go), the exception in place of the Go error.
+ERROR_MESSAGES = {
+    "PreEnqueue": 'running PreEnqueue plugin "{plugin}": {err}',
+    "QueueSort": 'running QueueSort plugin "{plugin}": {err}',
+    "QueueingHint": 'running QueueingHint of plugin "{plugin}": {err}',
+    "Sign": 'running SignPod of plugin "{plugin}": {err}',
+    "PreFilter": 'running PreFilter plugin "{plugin}": {err}',
+    "Filter": 'running "{plugin}" filter plugin: {err}',
+    "PostFilter": 'running PostFilter plugin "{plugin}": {err}',
+    "PreScore": 'running PreScore plugin "{plugin}": {err}',
+    "Score": 'running Score plugins: plugin "{plugin}" failed with: {err}',
+    "NormalizeScore": 'running Normalize on Score plugins: plugin "{plugin}" failed with: {err}',
+    "Reserve": 'running Reserve plugin "{plugin}": {err}',
+    "Unreserve": 'running Unreserve plugin "{plugin}": {err}',
+    "Permit": 'running Permit plugin "{plugin}": {err}',
+    "PreBind": 'running PreBind plugin "{plugin}": {err}',
+    "Bind": 'running Bind plugin "{plugin}": {err}',
+    "PostBind": 'running PostBind plugin "{plugin}": {err}',
+}
 
 
 class FrameworkError(RuntimeError):
-    """A plugin failed with an Error status (not a rejection): the attempt fails."""
+    """A plugin failed with an Error status (not a rejection): the attempt fails.
 
-    def __init__(self, status: Status) -> None:
-        super().__init__(f"plugin {status.plugin!r} failed: {status.message}")
+    ``point`` is the extension point; ``raised`` the exception when the plugin raised one (its traceback
+    has been logged by `plugin_error`).
+    """
+
+    def __init__(
+        self, status: Status, *, point: str = "", raised: BaseException | None = None, message: str = ""
+    ) -> None:
+        super().__init__(message or f"plugin {status.plugin!r} failed: {status.message}")
         self.status = status
+        self.point = point
+        self.raised = raised
+
+
+# Not a plugin's bug: errors of the framework itself, and bad input (an extender's caller answers 400).
+_PASS_THROUGH = (FrameworkError, QuantityError)
+
+
+def plugin_error(point: str, plugin: object, pod: PodInfo | None, err: BaseException) -> FrameworkError:
+    """The error status of a plugin that raised ``err`` at ``point``; logs the traceback."""
+    name = getattr(plugin, "name", "") or type(plugin).__name__
+    message = ERROR_MESSAGES[point].format(plugin=name, err=f"{type(err).__name__}: {err}")
+    log.error("%s (pod %s)", message, pod.key if pod is not None else "-", exc_info=err)
+    return FrameworkError(Status.error(message).with_plugin(name), point=point, raised=err, message=message)
 
 
 @dataclass(frozen=True)
@@ -125,13 +169,16 @@ class Framework:
         if self.signers is None:
             return None
         cache = pod.cache  # shared by pods of equal spec, labels and namespace: signed once for all
-        if self._sign_key in cache:
-            static = cache[self._sign_key]
-        else:
-            static = cache[self._sign_key] = _signature(pod, self._static_signers)
-        if static is None or not self._dynamic_signers:
-            return static
-        dynamic = _signature(pod, self._dynamic_signers)  # asked for every pod
+        try:
+            if self._sign_key in cache:
+                static = cache[self._sign_key]
+            else:
+                static = cache[self._sign_key] = _signature(pod, self._static_signers)
+            if static is None or not self._dynamic_signers:
+                return static
+            dynamic = _signature(pod, self._dynamic_signers)  # asked for every pod
+        except _PluginRaised as err:
+            raise plugin_error("Sign", err.plugin, pod, err.err) from err.err
         return None if dynamic is None else (static, dynamic)
 
     # ---- PreFilter / Filter -------------------------------------------------------------------
@@ -143,32 +190,38 @@ class Framework:
         allowed: frozenset[str] | None = None
         narrowed_by: list[str] = []
         rejected: Status | None = None
-        for plugin in self.pre_filter:
-            result = plugin.pre_filter(state, pod, table)
-            status = result.status
-            if status.code not in (Code.SUCCESS, Code.SKIP):  # only answers someone reads carry a name
-                status = status.with_plugin(plugin.name)
-            if status.code == Code.SKIP:
-                state.skip_filter.add(plugin.name)
-                continue
-            if status.code == Code.ERROR:
-                raise FrameworkError(status)
-            if status.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
-                return status, None
-            if status.rejected:
-                rejected = status
-                continue
-            if result.node_names is not None:
-                allowed = result.node_names if allowed is None else allowed & result.node_names
-                narrowed_by.append(plugin.name)
-                if not allowed:
-                    names = sorted(narrowed_by)
-                    msg = (
-                        f"node(s) didn't satisfy plugin {names[0]}"
-                        if len(names) == 1
-                        else f"node(s) didn't satisfy plugin(s) [{' '.join(names)}] simultaneously"
-                    )
-                    return Status.unresolvable(msg).with_plugin(names[0]), None
+        plugin: PreFilterPlugin | None = None
+        try:
+            for plugin in self.pre_filter:
+                result = plugin.pre_filter(state, pod, table)
+                status = result.status
+                if status.code not in (Code.SUCCESS, Code.SKIP):  # only answers someone reads carry a name
+                    status = status.with_plugin(plugin.name)
+                if status.code == Code.SKIP:
+                    state.skip_filter.add(plugin.name)
+                    continue
+                if status.code == Code.ERROR:
+                    raise FrameworkError(status, point="PreFilter")
+                if status.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
+                    return status, None
+                if status.rejected:
+                    rejected = status
+                    continue
+                if result.node_names is not None:
+                    allowed = result.node_names if allowed is None else allowed & result.node_names
+                    narrowed_by.append(plugin.name)
+                    if not allowed:
+                        names = sorted(narrowed_by)
+                        msg = (
+                            f"node(s) didn't satisfy plugin {names[0]}"
+                            if len(names) == 1
+                            else f"node(s) didn't satisfy plugin(s) [{' '.join(names)}] simultaneously"
+                        )
+                        return Status.unresolvable(msg).with_plugin(names[0]), None
+        except _PASS_THROUGH:
+            raise
+        except Exception as err:
+            raise plugin_error("PreFilter", plugin, pod, err) from err
         if rejected is not None:
             return rejected, None
         state["#prefilter-narrowed-by"] = sorted(narrowed_by)
@@ -183,53 +236,65 @@ class Framework:
         """
         rows = nodes.rows
         batch = nodes
-        for stage in self._stages:
-            if not len(rows):
-                break
-            if isinstance(stage, tuple):
-                rows = self._run_static(stage, state, pod, nodes.table, rows, diagnosis)
-                continue
-            plugin = stage
-            if plugin.name in state.skip_filter:
-                continue
-            if batch.rows is not rows:
-                batch = NodeBatch(nodes.table, rows)
-            verdicts = plugin.filter(state, pod, batch)
-            if verdicts.all_passed:
-                continue
-            failed = verdicts.failed if verdicts.failed is not None else verdicts.codes != 0
-            if not failed.any():
-                continue
-            statuses = tuple(verdicts.statuses)
-            for s in statuses:
-                if s.code == Code.ERROR:
-                    raise FrameworkError(s.with_plugin(plugin.name))
-            # The plugin's name rides on the rejection; statuses are stamped only when read.
-            diagnosis.add(rows[failed], verdicts.codes[failed], statuses, plugin.name)
-            rows = rows[~failed]
+        stage: FilterPlugin | tuple[StaticFilterPlugin, ...] | None = None
+        try:
+            for stage in self._stages:
+                if not len(rows):
+                    break
+                if isinstance(stage, tuple):
+                    rows = self._run_static(stage, state, pod, nodes.table, rows, diagnosis)
+                    continue
+                plugin = stage
+                if plugin.name in state.skip_filter:
+                    continue
+                if batch.rows is not rows:
+                    batch = NodeBatch(nodes.table, rows)
+                verdicts = plugin.filter(state, pod, batch)
+                if verdicts.all_passed:
+                    continue
+                failed = verdicts.failed if verdicts.failed is not None else verdicts.codes != 0
+                if not failed.any():
+                    continue
+                statuses = tuple(verdicts.statuses)
+                for s in statuses:
+                    if s.code == Code.ERROR:
+                        raise FrameworkError(s.with_plugin(plugin.name), point="Filter")
+                # The plugin's name rides on the rejection; statuses are stamped only when read.
+                diagnosis.add(rows[failed], verdicts.codes[failed], statuses, plugin.name)
+                rows = rows[~failed]
+        except _PASS_THROUGH:
+            raise
+        except Exception as err:
+            raise plugin_error("Filter", stage, pod, err) from err
         return rows
 
     def passes(self, state: CycleState, pod: PodInfo, table: NodeTable, row: int) -> bool:
         """Whether one node passes every Filter plugin (a hinted node): `run_filter` without the diagnosis."""
         one: Rows | None = None
-        for stage in self._stages:
-            if isinstance(stage, tuple):
-                active = self._active(stage, state)
-                if active and self._static_codes(active, state, pod, table)[0][row]:
+        stage: FilterPlugin | tuple[StaticFilterPlugin, ...] | None = None
+        try:
+            for stage in self._stages:
+                if isinstance(stage, tuple):
+                    active = self._active(stage, state)
+                    if active and self._static_codes(active, state, pod, table)[0][row]:
+                        return False
+                    continue
+                if stage.name in state.skip_filter:
+                    continue
+                if one is None:
+                    one = np.array([row], dtype=np.intp)
+                verdicts = stage.filter(state, pod, NodeBatch(table, one))
+                if verdicts.all_passed:
+                    continue
+                if verdicts.codes[0]:
+                    status = verdicts.statuses[int(verdicts.codes[0]) - 1]
+                    if status.code == Code.ERROR:
+                        raise FrameworkError(status.with_plugin(stage.name), point="Filter")
                     return False
-                continue
-            if stage.name in state.skip_filter:
-                continue
-            if one is None:
-                one = np.array([row], dtype=np.intp)
-            verdicts = stage.filter(state, pod, NodeBatch(table, one))
-            if verdicts.all_passed:
-                continue
-            if verdicts.codes[0]:
-                status = verdicts.statuses[int(verdicts.codes[0]) - 1]
-                if status.code == Code.ERROR:
-                    raise FrameworkError(status.with_plugin(stage.name))
-                return False
+        except _PASS_THROUGH:
+            raise
+        except Exception as err:
+            raise plugin_error("Filter", stage, pod, err) from err
         return True
 
     def _active(self, stage: tuple[StaticFilterPlugin, ...], state: CycleState) -> tuple[StaticFilterPlugin, ...]:
@@ -246,7 +311,13 @@ class Framework:
         # The pod's shapes for this stage are computed once per pod (pods are tried again and again).
         shapes = pod.cache.get(active)
         if shapes is None:
-            shapes = pod.cache[active] = tuple([p.shape(pod) for p in active])
+            plugin: StaticFilterPlugin | None = None
+            try:
+                shapes = pod.cache[active] = tuple([(plugin := p).shape(pod) for p in active])
+            except _PASS_THROUGH:
+                raise
+            except Exception as err:
+                raise plugin_error("Filter", plugin, pod, err) from err
         key = (self, active, shapes)
         cached = table.derived.get(key)
         if cached is None:
@@ -286,19 +357,25 @@ class Framework:
         codes_all = np.zeros(table.size, dtype=np.int32)
         statuses: list[Status] = []
         rows = table.rows()
-        for plugin in stage:
-            if not len(rows):
-                break
-            verdicts = plugin.filter(state, pod, NodeBatch(table, rows))
-            failed = verdicts.failed if verdicts.failed is not None else verdicts.codes != 0
-            if not failed.any():
-                continue
-            for s in verdicts.statuses:
-                if s.code == Code.ERROR:
-                    raise FrameworkError(s.with_plugin(plugin.name))
-            codes_all[rows[failed]] = verdicts.codes[failed] + len(statuses)
-            statuses.extend(s.with_plugin(plugin.name) for s in verdicts.statuses)
-            rows = rows[~failed]
+        plugin: StaticFilterPlugin | None = None
+        try:
+            for plugin in stage:
+                if not len(rows):
+                    break
+                verdicts = plugin.filter(state, pod, NodeBatch(table, rows))
+                failed = verdicts.failed if verdicts.failed is not None else verdicts.codes != 0
+                if not failed.any():
+                    continue
+                for s in verdicts.statuses:
+                    if s.code == Code.ERROR:
+                        raise FrameworkError(s.with_plugin(plugin.name), point="Filter")
+                codes_all[rows[failed]] = verdicts.codes[failed] + len(statuses)
+                statuses.extend(s.with_plugin(plugin.name) for s in verdicts.statuses)
+                rows = rows[~failed]
+        except _PASS_THROUGH:
+            raise
+        except Exception as err:
+            raise plugin_error("Filter", plugin, pod, err) from err
         return codes_all, tuple(statuses)
 
     def find_feasible(self, state: CycleState, pod: PodInfo, nodes: NodeBatch) -> FilterOutcome:
@@ -321,17 +398,32 @@ class Framework:
     # ---- PreScore / Score ---------------------------------------------------------------------
 
     def run_pre_score(self, state: CycleState, pod: PodInfo, nodes: NodeBatch) -> None:
-        for plugin in self.pre_score:
-            status = plugin.pre_score(state, pod, nodes)
-            if status.code == Code.SKIP:
-                state.skip_score.add(plugin.name)
-            elif not status.ok:
-                raise FrameworkError(status.with_plugin(plugin.name))
+        plugin: PreScorePlugin | None = None
+        try:
+            for plugin in self.pre_score:
+                status = plugin.pre_score(state, pod, nodes)
+                if status.code == Code.SKIP:
+                    state.skip_score.add(plugin.name)
+                elif not status.ok:
+                    raise FrameworkError(status.with_plugin(plugin.name), point="PreScore")
+        except _PASS_THROUGH:
+            raise
+        except Exception as err:
+            raise plugin_error("PreScore", plugin, pod, err) from err
 
     def score_raw(self, state: CycleState, pod: PodInfo, nodes: NodeBatch) -> list[IntColumn | None]:
         """Every Score plugin's scores before normalizing, in ``self.score`` order (None: skipped)."""
         skip = state.skip_score
-        return [None if skip and plugin.name in skip else plugin.score(state, pod, nodes) for plugin, _ in self.score]
+        out: list[IntColumn | None] = []
+        plugin: ScorePlugin | None = None
+        try:
+            for plugin, _ in self.score:
+                out.append(None if skip and plugin.name in skip else plugin.score(state, pod, nodes))
+        except _PASS_THROUGH:
+            raise
+        except Exception as err:
+            raise plugin_error("Score", plugin, pod, err) from err
+        return out
 
     def normalize_scores(
         self, state: CycleState, pod: PodInfo, nodes: NodeBatch, raw: list[IntColumn | None]
@@ -344,9 +436,14 @@ class Framework:
     def normalize_one(self, i: int, state: CycleState, pod: PodInfo, nodes: NodeBatch, raw: IntColumn) -> IntColumn:
         """NormalizeScore of the i-th Score plugin, checked to lie in [0, 100]."""
         plugin = self.score[i][0]
-        scores = plugin.normalize(state, pod, nodes, raw)
-        if scores.dtype != np.int64:
-            scores = np.asarray(scores, dtype=np.int64)
+        try:
+            scores = plugin.normalize(state, pod, nodes, raw)
+            if scores.dtype != np.int64:
+                scores = np.asarray(scores, dtype=np.int64)
+        except _PASS_THROUGH:
+            raise
+        except Exception as err:
+            raise plugin_error("NormalizeScore", plugin, pod, err) from err
         # One reduction checks both bounds (MIN_NODE_SCORE is 0): negative scores are huge as unsigned.
         if len(scores) and _max_reduce(scores.view(np.uint64)) > MAX_NODE_SCORE:
             bad = int(scores[(scores < MIN_NODE_SCORE) | (scores > MAX_NODE_SCORE)][0])
@@ -380,12 +477,26 @@ class Framework:
 def _signature(pod: PodInfo, signers: list[SignPlugin]) -> Hashable | None:
     """The scheduler name and every signer's fragments, or None as soon as one cannot sign the pod."""
     fragments: list[object] = [pod.pod.spec.scheduler_name]
-    for plugin in signers:
-        part = plugin.sign(pod)
-        if part is None:
-            return None
-        fragments.append(part)
+    plugin: SignPlugin | None = None
+    try:
+        for plugin in signers:
+            part = plugin.sign(pod)
+            if part is None:
+                return None
+            fragments.append(part)
+    except _PASS_THROUGH:
+        raise
+    except Exception as err:
+        raise _PluginRaised(plugin, err) from err
     return tuple(fragments)
+
+
+class _PluginRaised(Exception):
+    """Which plugin raised what (carried out of a helper that has no pod to log)."""
+
+    def __init__(self, plugin: object, err: Exception) -> None:
+        super().__init__(str(err))
+        self.plugin, self.err = plugin, err
 
 
 def _stages(filters: list[FilterPlugin]) -> list[FilterPlugin | tuple[StaticFilterPlugin, ...]]:

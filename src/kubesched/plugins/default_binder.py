@@ -6,14 +6,21 @@ from typing import ClassVar
 
 from kubesched.api.slim import NodeFields
 from kubesched.core.podinfo import PodInfo
-from kubesched.framework.interfaces import BindPlugin, ClusterAPIError, CycleState
+from kubesched.framework.interfaces import (
+    AlreadyAssignedError,
+    BindingUnknownError,
+    BindPlugin,
+    ClusterAPIError,
+    CycleState,
+)
 from kubesched.framework.status import SUCCESS, Status
 
 ERR_NO_CLUSTER = "no cluster to bind to"
 
 
 class DefaultBinder(BindPlugin):
-    """Binds through ``handle.cluster``; any failure is an Error status (the pod is un-assumed and retried)."""
+    """Binds through ``handle.cluster``; a failure is an Error status (the pod is un-assumed and retried),
+    except a lost answer or an already bound pod, which go on to the scheduler: it finds out where the pod is."""
 
     name: ClassVar[str] = "DefaultBinder"
     node_fields = NodeFields()
@@ -24,6 +31,8 @@ class DefaultBinder(BindPlugin):
             return Status.error(ERR_NO_CLUSTER)
         try:
             await cluster.bind(pod, node_name)
+        except (AlreadyAssignedError, BindingUnknownError):
+            raise
         except ClusterAPIError as err:
             return Status.error(str(err))
         return SUCCESS

@@ -20,7 +20,8 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from kubesched.core.podinfo import PodInfo
-from kubesched.framework.interfaces import ClusterAPIError
+from kubesched.framework.interfaces import AlreadyAssignedError, BindingUnknownError, ClusterAPIError
+from kubesched.framework.runtime import plugin_error
 from kubesched.framework.status import SUCCESS, Code, Status
 from kubesched.plugins.default_binder import DefaultBinder
 from kubesched.scheduler.backend import Backend
@@ -190,14 +191,20 @@ class Binder:
             if not status.ok:
                 return status
         for plugin in fw.pre_bind:
-            status = await plugin.pre_bind(state, pod, node)
+            try:
+                status = await plugin.pre_bind(state, pod, node)
+            except Exception as err:
+                return _raised(outcome, "PreBind", plugin, err)
             if not status.ok:
                 return status.with_plugin(plugin.name)
         status = await self._bind(profile, outcome)
         if status is not SUCCESS and not status.ok:
             return status
         for post in fw.post_bind:
-            post.post_bind(state, pod, node)
+            try:
+                post.post_bind(state, pod, node)
+            except Exception as err:  # bound all the same: logged and counted, the others still run
+                _raised(outcome, "PostBind", post, err)
         return SUCCESS
 
     async def _bind(self, profile: Profile, outcome: Outcome) -> Status:
@@ -216,11 +223,21 @@ class Binder:
             # No Bind plugin in the profile: bind as DefaultBinder does, through the cluster.
             try:
                 await self.backend.bind(pod, node)
+            except (AlreadyAssignedError, BindingUnknownError) as err:
+                outcome.bind_error = err
+                return Status.error(str(err)).with_plugin("DefaultBinder")
             except ClusterAPIError as err:
                 return Status.error(str(err)).with_plugin("DefaultBinder")
             return SUCCESS
         for plugin in plugins:
-            status = await plugin.bind(outcome.state, pod, node)
+            try:
+                status = await plugin.bind(outcome.state, pod, node)
+            except (AlreadyAssignedError, BindingUnknownError) as err:
+                # What became of the Binding is for the scheduler to find out (the pod may be bound).
+                outcome.bind_error = err
+                return Status.error(str(err)).with_plugin(plugin.name)
+            except Exception as err:
+                return _raised(outcome, "Bind", plugin, err)
             if status.code == Code.SKIP:
                 continue
             # Only a failure is reported (a success's plugin is read by no one: no new Status per pod).
@@ -229,8 +246,15 @@ class Binder:
 
 
 def _failed(err: Exception) -> Status:
-    # A plugin bug must not lose the pod: as a failed binding, it is requeued.
+    # A bug must not lose the pod: as a failed binding, it is requeued.
+    log.error("binding cycle failed", exc_info=err)
     return Status.error(f"binding cycle failed: {type(err).__name__}: {err}")
+
+
+def _raised(outcome: Outcome, point: str, plugin: object, err: Exception) -> Status:
+    """A plugin raised in the binding cycle: logged with its traceback, the error kept for the metric."""
+    outcome.failure = plugin_error(point, plugin, outcome.pod, err)
+    return outcome.failure.status
 
 
 @types.coroutine

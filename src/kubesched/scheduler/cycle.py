@@ -14,6 +14,7 @@ Synchronous CPU work over the cache's NodeTable, as kube-scheduler's schedulingC
 from __future__ import annotations
 
 import contextlib
+import logging
 import random
 import time
 from collections.abc import Callable, Hashable, Iterator, Mapping
@@ -26,13 +27,14 @@ from kubesched.core.nodetable import NodeTable, Rows
 from kubesched.core.podinfo import PodInfo
 from kubesched.framework.diagnosis import Diagnosis
 from kubesched.framework.interfaces import CycleState, NodeBatch, PostFilterPlugin
-from kubesched.framework.runtime import Framework, FrameworkError, select_host
+from kubesched.framework.runtime import Framework, FrameworkError, plugin_error, select_host
 from kubesched.framework.status import SUCCESS, Code, Status
 from kubesched.scheduler.batch import OpportunisticBatch
 from kubesched.scheduler.extenders import ExtenderError, ExtenderSet
 from kubesched.scheduler.nominator import Nominator
 from kubesched.scheduler.pluginmanager import Profile
 
+log = logging.getLogger("kubesched.scheduler")
 NO_NODES = "no nodes available to schedule pods"
 _NOTHING = contextlib.nullcontext()
 EXTENDER = "Extender"
@@ -80,6 +82,7 @@ class Outcome:
     extender_rejected: bool = False
     signature: Hashable | None = None  # opportunistic batching's signature of the pod, and the node hinted
     hinted: int | None = None
+    failure: FrameworkError | None = None  # the plugin error that ended the attempt (for the metric)
     bind_error: Exception | None = None  # what the binding raised (AlreadyAssignedError, BindingUnknownError)
 
     @property
@@ -131,14 +134,23 @@ class Cycle:
         """Decide a node for ``pod`` and assume it there; on failure the outcome says why."""
         self.count += 1
         out = Outcome(pod, CycleState())
+        # Every plugin's exception becomes this pod's Error status (FrameworkError, logged with its
+        # traceback where it is caught): the scheduler never ends for a plugin's bug.
         try:
             await self._decide(profile, out)
         except FrameworkError as err:
-            out.status, out.message, out.node = err.status, str(err), None
+            out.status, out.message, out.node, out.failure = err.status, str(err), None, err
         except ExtenderError as err:
             out.status, out.message, out.node = Status.error(str(err)).with_plugin(EXTENDER), str(err), None
+        except Exception as err:  # a bug outside any plugin: this pod's attempt fails, the scheduler goes on
+            log.exception("scheduling cycle of %s failed", pod.key)
+            message = f"scheduling cycle failed: {type(err).__name__}: {err}"
+            out.status, out.message, out.node = Status.error(message), message, None
         if out.node is not None:
-            self._reserve_and_permit(profile.framework, out)
+            try:
+                self._reserve_and_permit(profile.framework, out)
+            except FrameworkError as err:
+                out.status, out.message, out.node, out.failure = err.status, str(err), None, err
         return out
 
     async def _decide(self, profile: Profile, out: Outcome) -> None:
@@ -160,6 +172,7 @@ class Cycle:
                 out.node = self.cache.table.names[row]
                 return
             found = self._search(profile, out, diagnosis, batch, try_nominated=False)
+            assert not isinstance(found, _Nominated)  # only with try_nominated
         if isinstance(found, int):
             out.node = self.cache.table.names[found]
             return
@@ -195,7 +208,12 @@ class Cycle:
             batch.store(signature, hinted, chosen, table, self.count, (feasible, raw, normalized, totals, best))
 
     def _search(
-        self, profile: Profile, out: Outcome, diagnosis: Diagnosis, batch: OpportunisticBatch | None, try_nominated: bool
+        self,
+        profile: Profile,
+        out: Outcome,
+        diagnosis: Diagnosis,
+        batch: OpportunisticBatch | None,
+        try_nominated: bool,
     ) -> Rows | int | _Nominated:
         """PreFilter and Filter, with the nominated pods counted: the feasible rows, a row taken without
         search (the batch's hint), or the pod's nominated node that passed (the caller asks the filter
@@ -302,7 +320,9 @@ class Cycle:
         """Whether the batch's hinted node passes (and passes the second pass too, if it had nominated pods)."""
         if not self._fits(fw, state, pod, table, hinted, allowed):
             return False
-        return hinted not in added or bool(len(self._second_pass(fw, pod, table, np.array([hinted]), added, Diagnosis())))
+        if hinted not in added:
+            return True
+        return bool(len(self._second_pass(fw, pod, table, np.array([hinted]), added, Diagnosis())))
 
     @staticmethod
     def _fits(
@@ -397,7 +417,10 @@ class Cycle:
         out.plugins = frozenset(plugins)
         reasons: list[str] = []
         for plugin in profile.framework.post_filter:
-            nominated, status = plugin.post_filter(state, pod, self.cache.table, diagnosis)
+            try:
+                nominated, status = plugin.post_filter(state, pod, self.cache.table, diagnosis)
+            except Exception as err:
+                raise plugin_error("PostFilter", plugin, pod, err) from err
             status = status.with_plugin(plugin.name)
             if status.ok:
                 out.nominated, out.post_filter = nominated or None, plugin
@@ -422,30 +445,45 @@ class Cycle:
         self.cache.assume(pod, node)
         self.nominator.remove(pod.uid)
         failure: Status | None = None
-        for plugin in fw.reserve:
-            status = plugin.reserve(state, pod, node).with_plugin(plugin.name)
-            if not status.ok:
-                failure = status
-                break
-        if failure is None:
-            for permit in fw.permit:
-                status, timeout = permit.permit(state, pod, node)
-                status = status.with_plugin(permit.name)
-                if status.code == Code.WAIT:
-                    out.waits[permit.name] = timeout
-                elif not status.ok:
+        raised: FrameworkError | None = None
+        point = "Reserve"
+        current: object = None  # the plugin being run, for the error
+        try:
+            for reserve in fw.reserve:
+                current = reserve
+                status = reserve.reserve(state, pod, node).with_plugin(reserve.name)
+                if not status.ok:
                     failure = status
                     break
+            if failure is None:
+                point = "Permit"
+                for permit in fw.permit:
+                    current = permit
+                    status, timeout = permit.permit(state, pod, node)
+                    status = status.with_plugin(permit.name)
+                    if status.code == Code.WAIT:
+                        out.waits[permit.name] = timeout
+                    elif not status.ok:
+                        failure = status
+                        break
+        except Exception as err:
+            raised = plugin_error(point, current, pod, err)
+            failure = raised.status
         if failure is not None:
             unreserve(fw, state, pod, node)
             self.cache.forget(pod.uid)
             out.node = None
             out.status = failure
-            out.message = failure.message or f"{failure.plugin} rejected the pod"
+            out.message = str(raised) if raised else failure.message or f"{failure.plugin} rejected the pod"
             out.plugins = frozenset({failure.plugin})
+            out.failure = raised
 
 
 def unreserve(fw: Framework, state: CycleState, pod: PodInfo, node: str) -> None:
-    """Unreserve every Reserve plugin, in reverse order (each must be idempotent)."""
+    """Unreserve every Reserve plugin, in reverse order (each must be idempotent); one that raises is
+    logged and the others still run."""
     for plugin in reversed(fw.reserve):
-        plugin.unreserve(state, pod, node)
+        try:
+            plugin.unreserve(state, pod, node)
+        except Exception as err:
+            plugin_error("Unreserve", plugin, pod, err)

@@ -65,6 +65,15 @@ class SchedulerMetrics:
             "1 while this replica holds the lease (or runs without election).",
             registry=self.registry,
         )
+        # No exact kube-scheduler equivalent (its scheduler_plugin_execution_duration_seconds{status="Error"}
+        # is sampled): every plugin error that failed an attempt, raised or returned, by plugin and point.
+        self.plugin_errors = Counter(
+            "kubesched_scheduler_plugin_errors",
+            "Plugin errors (an exception raised or an Error status returned) that failed a pod's attempt, by"
+            " profile, plugin and extension point.",
+            ["profile", "plugin", "extension_point"],
+            registry=self.registry,
+        )
         self._pending_source: Callable[[], Mapping[str, int]] = dict
         # Labelled children, looked up once per label set (``labels()`` parses and locks on every call).
         # A child stays in its metric for good, so a cached one is the very child ``labels()`` returns.
@@ -79,6 +88,9 @@ class SchedulerMetrics:
             self._attempt_children[(result, profile)] = children
         children[0].inc()
         children[1].observe(seconds)
+
+    def plugin_error(self, profile: str, plugin: str, point: str) -> None:
+        self.plugin_errors.labels(profile, plugin or "unknown", point or "unknown").inc()
 
     def scheduled(self, attempts: int, seconds: float) -> None:
         """A pod bound ``seconds`` after it entered the queue (the SLI), by attempts (15 and more: "15")."""

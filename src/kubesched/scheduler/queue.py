@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from kubesched.core.podinfo import PodInfo
-from kubesched.framework.status import SUCCESS, Status
+from kubesched.framework.status import SUCCESS, Code, Status
 
 UNSCHEDULABLE_TIMEOUT = 300.0
 ACTIVE, BACKOFF, UNSCHEDULABLE, GATED = "active", "backoff", "unschedulable", "gated"
@@ -184,6 +184,11 @@ class SchedulingQueue:
                 self._push_backoff(entry)
             else:
                 self._push_active(entry)
+        elif entry.gate.code == Code.ERROR:
+            # A PreEnqueue plugin failed (not a gate): PreEnqueue is tried again after a backoff.
+            entry.attempts += 1
+            entry.backoff_until = self.clock.now() + self.backoff_duration(entry.attempts)
+            self._push_backoff(entry)
         else:
             entry.version += 1
             self._set_where(entry, GATED)
@@ -265,7 +270,10 @@ class SchedulingQueue:
             _, _, uid, version = heapq.heappop(self._backoff)
             entry = self._pods.get(uid)
             if entry is not None and entry.version == version and entry.where == BACKOFF:
-                self._push_active(entry)
+                if entry.gate.code == Code.ERROR:
+                    self._enqueue(entry)  # its PreEnqueue failed: run it again first
+                else:
+                    self._push_active(entry)
         if self._counts[UNSCHEDULABLE]:
             limit = now - self.unschedulable_timeout
             for entry in [
@@ -279,13 +287,13 @@ class SchedulingQueue:
 
     # ---- cluster events ------------------------------------------------------------------------------
 
-    def on_event(self, event: str, node: int | None = None, pod: PodInfo | None = None) -> int:
+    def on_event(self, event: str, node: int | None = None, pod: PodInfo | None = None, skip: str = "") -> int:
         """A cluster event (about the node at table row ``node`` or about ``pod``, if given): move the
-        parked pods it may help; returns how many moved."""
+        parked pods it may help (never the pod of UID ``skip``); returns how many moved."""
         self._moves += 1
         moved = 0
         if self._counts[UNSCHEDULABLE]:
-            for entry in [e for e in self._pods.values() if e.where == UNSCHEDULABLE]:
+            for entry in [e for e in self._pods.values() if e.where == UNSCHEDULABLE and e.info.uid != skip]:
                 if self.interested(entry, event, node, pod):
                     self._move(entry)
                     moved += 1

@@ -21,13 +21,23 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import msgspec
 import numpy as np
 
 from kubesched.api.core import Node, Pod
 from kubesched.cluster.cache import ClusterCache
 from kubesched.config.extender import DEFAULT_SCHEDULER_NAME
 from kubesched.core.podinfo import PodInfo
-from kubesched.framework.interfaces import CycleState, Handle, NodeBatch
+from kubesched.framework.interfaces import (
+    AlreadyAssignedError,
+    BindingUnknownError,
+    ClusterAPIError,
+    CycleState,
+    Handle,
+    NodeBatch,
+    QueueSortPlugin,
+)
+from kubesched.framework.runtime import FrameworkError, plugin_error
 from kubesched.framework.status import SUCCESS, Status
 from kubesched.scheduler import queue as q
 from kubesched.scheduler.backend import SCHEDULER_ERROR, UNSCHEDULABLE, Backend
@@ -58,6 +68,20 @@ ALL_EVENTS = _NODE_EVENTS | _POD_EVENTS
 # Plugins whose Filter judges a node by itself and the pod (no PreFilter state): their hint for a node
 # event is their verdict on that node.
 NODE_LOCAL = frozenset({"NodeUnschedulable", "NodeName", "TaintToleration", "NodeAffinity", "NodeResourcesFit"})
+# How long a pod whose binding answer was lost stays counted on its node when neither the watch nor a
+# read of the pod tells what happened (the API server unreachable): then it is forgotten and retried.
+BINDING_UNKNOWN_TTL = 30.0
+
+
+@dataclass(slots=True)
+class _Uncertain:
+    """A pod whose Binding was sent but whose answer was lost: still assumed on its node."""
+
+    profile: str
+    out: Outcome
+    entry: q.QueuedPod
+    message: str
+    deadline: float
 
 
 @dataclass(slots=True)
@@ -88,8 +112,13 @@ class Scheduler:
         bind_concurrency: int = 256,
         batching: bool = True,
         services: Mapping[str, Any] | None = None,
+        binding_unknown_ttl: float = BINDING_UNKNOWN_TTL,
     ) -> None:
         self.cache = cache
+        self.binding_unknown_ttl = binding_unknown_ttl
+        self._uncertain: dict[str, _Uncertain] = {}  # pods whose binding's answer was lost, by UID
+        self._resolvers: set[asyncio.Task[None]] = set()
+        self._sort_errors: dict[str, FrameworkError] = {}  # pods whose QueueSort key raised, by UID
         self._services = dict(services or {})  # more services for the plugins (run.py: the workloads)
         self.backend = backend
         self.metrics = metrics or SchedulerMetrics()
@@ -171,16 +200,37 @@ class Scheduler:
     def _sort_key(self, built: Built) -> q.SortKey:
         for profile in built.profiles.values():
             if profile.framework.queue_sort:
-                return profile.framework.queue_sort[0].sort_key
+                return self._guarded_key(profile.framework.queue_sort[0])
         return q.priority_then_arrival
+
+    def _guarded_key(self, plugin: QueueSortPlugin) -> q.SortKey:
+        """The plugin's sort key; a pod whose key raises sorts last and its next attempt fails with the error."""
+        key = plugin.sort_key
+
+        def guarded(pod: PodInfo, queued_at: float) -> tuple[Any, ...]:
+            try:
+                return (0, key(pod, queued_at))
+            except Exception as err:
+                self._sort_errors[pod.uid] = plugin_error("QueueSort", plugin, pod, err)
+                return (1, -pod.priority, queued_at)
+
+        return guarded
 
     def _pre_enqueue(self, entry: q.QueuedPod) -> Status:
         profile = self.built.profiles.get(entry.profile)
         for plugin in profile.framework.pre_enqueue if profile else ():
-            status = plugin.pre_enqueue(entry.info).with_plugin(plugin.name)
+            try:
+                status = plugin.pre_enqueue(entry.info).with_plugin(plugin.name)
+            except Exception as err:  # the queue backs the pod off and asks again
+                failure = plugin_error("PreEnqueue", plugin, entry.info, err)
+                self._plugin_failed(entry.profile, failure)
+                return failure.status
             if not status.ok:
                 return status
         return SUCCESS
+
+    def _plugin_failed(self, profile: str, err: FrameworkError) -> None:
+        self.metrics.plugin_error(profile, err.status.plugin, err.point)
 
     def _interested(self, entry: q.QueuedPod, event: str, node: int | None, other: PodInfo | None) -> bool:
         """Whether ``event`` may help a pod the ``unschedulable_plugins`` rejected (kube-scheduler's
@@ -215,7 +265,8 @@ class Scheduler:
             return True
         try:
             return bool(hint(pod, event, other))
-        except Exception:  # a failing hint must not keep the pod parked
+        except Exception as err:  # a failing hint must not keep the pod parked
+            plugin_error("QueueingHint", plugin, pod, err)
             return True
 
     def _passes(self, profile: Profile, plugin_name: str, pod: PodInfo, row: int) -> bool:
@@ -228,7 +279,8 @@ class Scheduler:
             return False
         try:
             verdicts = plugin.filter(CycleState(), pod, NodeBatch(table, np.array([row], dtype=np.intp)))
-        except Exception:  # a plugin failing here must not keep the pod parked: let it try
+        except Exception as err:  # a plugin failing here must not keep the pod parked: let it try
+            plugin_error("QueueingHint", plugin, pod, err)
             return True
         return verdicts.all_passed or not int(verdicts.codes[0])
 
@@ -260,6 +312,8 @@ class Scheduler:
         if pod.spec.node_name or pod.status.phase in _TERMINAL:
             was = self.cache.pod_node(uid)
             self.cache.upsert_pod(pod)
+            if uid in self._uncertain:
+                self._settle(uid, pod.spec.node_name or None)
             self._forget_pending(uid)
             if pod.status.phase in _TERMINAL:
                 if was is not None:
@@ -287,6 +341,8 @@ class Scheduler:
         uid = pod.metadata.uid
         was = self.cache.pod_node(uid)
         self.cache.delete_pod(uid)
+        if uid in self._uncertain:
+            self._settle(uid, None)
         self._forget_pending(uid)
         waiting = self.waiting.get(uid)
         if waiting is not None:
@@ -327,7 +383,10 @@ class Scheduler:
                 if entry is None:
                     await self._idle()
                     continue
-                await self.schedule_one(entry)
+                try:
+                    await self.schedule_one(entry)
+                except Exception:  # schedule_one fails the pod itself; this is the last line of defence
+                    log.exception("scheduling %s failed", entry.info.key)
                 # Let watch events and bindings in between two cycles.
                 await asyncio.sleep(0)
         finally:
@@ -351,20 +410,50 @@ class Scheduler:
         return not pending[q.ACTIVE] and not len(self.binder) and not self._background
 
     async def drain(self) -> None:
-        """Graceful shutdown: finish bindings and evictions in flight."""
+        """Graceful shutdown: finish bindings and evictions in flight (not the reads of pods whose
+        binding's answer was lost: the next scheduler sees them as they are)."""
         await self.binder.drain()
+        for task in list(self._resolvers):
+            task.cancel()
+        await asyncio.gather(*list(self._resolvers), return_exceptions=True)
         while self._background:
             await asyncio.gather(*list(self._background), return_exceptions=True)
         await self.extenders.aclose()
 
     async def schedule_one(self, entry: q.QueuedPod) -> None:
+        """One pod's scheduling cycle; whatever goes wrong fails this pod (Error, backoff), never the loop."""
         pod = entry.info
         profile = self.built.profiles.get(entry.profile)
         if profile is None:
             self.queue.delete(pod.uid)
             return
         started = time.perf_counter()
+        try:
+            await self._schedule(entry, profile, started)
+        except Exception as err:
+            log.exception("scheduling %s failed", pod.key)
+            if self.cache.is_assumed(pod.uid) and pod.uid not in self._binding:
+                self.cache.forget(pod.uid)
+            if pod.uid in self._binding:
+                return  # its binding cycle started: it reports
+            message = f"scheduling cycle failed: {type(err).__name__}: {err}"
+            out = Outcome(pod, CycleState(), status=Status.error(message), message=message)
+            self.metrics.attempt("error", profile.name, time.perf_counter() - started)
+            self._failed(profile, entry, out)
+
+    async def _schedule(self, entry: q.QueuedPod, profile: Profile, started: float) -> None:
+        pod = entry.info
+        if self._sort_errors:
+            failure = self._sort_errors.pop(pod.uid, None)
+            if failure is not None:
+                out = Outcome(pod, CycleState(), status=failure.status, message=str(failure), failure=failure)
+                self._plugin_failed(profile.name, failure)
+                self.metrics.attempt("error", profile.name, time.perf_counter() - started)
+                self._failed(profile, entry, out)
+                return
         out = await self.cycle.run(profile, pod)
+        if out.failure is not None:
+            self._plugin_failed(profile.name, out.failure)
         if out.node is not None:
             self.queue.done(pod.uid)
             out.state["#queued"] = entry  # the binding's completion reports the e2e latency
@@ -406,27 +495,140 @@ class Scheduler:
     def _bound(self, out: Outcome, status: Status, _seconds: float) -> None:
         pod, node, state = out.pod, out.node or "", out.state
         entry: q.QueuedPod = state["#queued"]
-        still_pending = self._binding.pop(pod.uid, None) is not None
         profile = self.built.profiles.get(entry.profile)
         name = profile.name if profile else entry.profile
-        elapsed = time.perf_counter() - state["#started"]
+        if out.failure is not None:
+            self._plugin_failed(name, out.failure)
         if status.ok:
-            self.metrics.attempt("scheduled", name, elapsed)
-            self.metrics.scheduled(entry.attempts, self.queue.clock.now() - entry.first_queued_at)
-            self.placements[pod.key] = Placement(pod.key, node, None)
-            self.backend.scheduled(pod, node, name)
+            self._binding.pop(pod.uid, None)
+            self._report_bound(name, out, entry)
             return
-        self.metrics.attempt("error", name, elapsed)
+        err = out.bind_error
+        if isinstance(err, AlreadyAssignedError) and err.node:
+            # Bound already (our earlier binding whose answer was lost, or another scheduler's): counted
+            # where it is, not requeued, nothing to report.
+            self._binding.pop(pod.uid, None)
+            log.info("binding %s to %s: %s; counted on %s", pod.key, node, err, err.node)
+            self._move_bound(out, err.node)
+            return
+        seen = self.cache.pod_node(pod.uid)
+        if isinstance(err, (BindingUnknownError, AlreadyAssignedError)) and seen and not self.cache.is_assumed(pod.uid):
+            # The watch showed it bound before the binding's answer came.
+            self._binding.pop(pod.uid, None)
+            if seen == node:
+                self._report_bound(name, out, entry)
+            else:
+                self._move_bound(out, seen)
+            return
+        if isinstance(err, (BindingUnknownError, AlreadyAssignedError)) and pod.uid in self._binding:
+            # The server may have applied it: the pod stays counted on the node until we know.
+            log.warning("binding %s to %s: %s; kept on the node until its state is known", pod.key, node, err)
+            self._uncertain[pod.uid] = _Uncertain(
+                name, out, entry, status.message, time.monotonic() + self.binding_unknown_ttl
+            )
+            task = asyncio.get_running_loop().create_task(self._resolve(pod.uid))
+            self._resolvers.add(task)
+            task.add_done_callback(self._resolvers.discard)
+            return
+        still_pending = self._binding.pop(pod.uid, None) is not None
+        self.metrics.attempt("error", name, time.perf_counter() - state["#started"])
+        log.warning("binding %s to %s failed: %s", pod.key, node, status.message)
+        self._binding_failed(profile, out, entry, status, still_pending)
+
+    def _report_bound(self, profile: str, out: Outcome, entry: q.QueuedPod) -> None:
+        pod, node = out.pod, out.node or ""
+        self.metrics.attempt("scheduled", profile, time.perf_counter() - out.state["#started"])
+        self.metrics.scheduled(entry.attempts, self.queue.clock.now() - entry.first_queued_at)
+        self.placements[pod.key] = Placement(pod.key, node, None)
+        self.backend.scheduled(pod, node, profile)
+
+    def _binding_failed(
+        self, profile: Profile | None, out: Outcome, entry: q.QueuedPod, status: Status, requeue: bool
+    ) -> None:
+        """kube-scheduler's handleBindingCycleError: Unreserve, forget, move the pods this one's room
+        turned away (an assigned pod deleted), requeue it and report."""
+        pod, node = out.pod, out.node or ""
         if profile is not None:
             unreserve(profile.framework, out.state, pod, node)
         self.cache.forget(pod.uid)
-        log.warning("binding %s to %s failed: %s", pod.key, node, status.message)
         rejected = status.rejected  # a Permit rejection is a rejection, anything else an error
         self.placements[pod.key] = Placement(pod.key, None, status.message)
-        if still_pending and self.cache.pod_node(pod.uid) is None:
-            # Back into the queue, unless the watch saw it bound or deleted meanwhile.
+        requeue = requeue and self.cache.pod_node(pod.uid) is None  # unless the watch saw it bound or deleted
+        if not rejected:
+            self.queue.on_event(q.POD_DELETE, pod=pod)
+        if requeue:
             self.queue.add_failed(entry, plugins=frozenset({status.plugin}), error=not rejected)
+        if rejected:  # after the requeue, as upstream defers it: the pod itself stays where it went
+            self.queue.on_event(q.POD_DELETE, pod=pod, skip=pod.uid)
+        name = profile.name if profile else entry.profile
         self.backend.failed(pod, name, UNSCHEDULABLE if rejected else SCHEDULER_ERROR, status.message, None)
+
+    def _move_bound(self, out: Outcome, where: str) -> None:
+        """The pod is bound to ``where`` (maybe not the node it was assumed on): counted there."""
+        pod, node = out.pod, out.node or ""
+        profile = self.built.profiles.get(out.state["#queued"].profile)
+        if where != node and profile is not None:
+            unreserve(profile.framework, out.state, pod, node)
+        if self.cache.is_assumed(pod.uid) or self.cache.pod_node(pod.uid) is None:
+            obj = pod.pod
+            self.cache.upsert_pod(msgspec.structs.replace(obj, spec=msgspec.structs.replace(obj.spec, node_name=where)))
+        self._forget_pending(pod.uid)
+        self.placements[pod.key] = Placement(pod.key, where, None)
+        if where != node:
+            self.queue.on_event(q.POD_DELETE, pod=pod)  # its room on the node it was assumed on is free
+
+    def _settle(self, uid: str, where: str | None) -> None:
+        """What became of a pod whose binding's answer was lost: bound to ``where``, not bound (''), or
+        gone (None). The watch (the cache already has it) or a read of the pod tells."""
+        u = self._uncertain.pop(uid, None)
+        if u is None:
+            return
+        out, node = u.out, u.out.node or ""
+        profile = self.built.profiles.get(u.entry.profile)
+        if where == node:
+            log.info("binding %s to %s: confirmed after its answer was lost", out.pod.key, node)
+            self._binding.pop(uid, None)
+            self._report_bound(u.profile, out, u.entry)
+        elif where:
+            self._binding.pop(uid, None)
+            self._move_bound(out, where)
+        elif where is None:
+            self._binding.pop(uid, None)
+            if profile is not None:
+                unreserve(profile.framework, out.state, out.pod, node)
+            self.cache.forget(uid)
+            self.queue.on_event(q.POD_DELETE, pod=out.pod)
+        else:
+            still_pending = self._binding.pop(uid, None) is not None
+            self.metrics.attempt("error", u.profile, time.perf_counter() - out.state["#started"])
+            message = f"{u.message}; the pod is not bound"
+            self._binding_failed(
+                profile, out, u.entry, Status.error(message).with_plugin("DefaultBinder"), still_pending
+            )
+
+    async def _resolve(self, uid: str) -> None:
+        """Read the pod until the server answers (or the watch settles it first); forget it after the TTL."""
+        u = self._uncertain.get(uid)
+        read = getattr(self.backend, "bound_node", None)
+        delay = 0.1
+        while u is not None and self._uncertain.get(uid) is u:
+            left = u.deadline - time.monotonic()
+            if left <= 0:
+                u.message += f"; its state unknown after {self.binding_unknown_ttl:g}s"
+                log.warning("binding %s: %s; forgotten and retried", u.out.pod.key, u.message)
+                self._settle(uid, "")
+                return
+            if read is not None:
+                try:
+                    where = await asyncio.wait_for(read(u.out.pod), min(left, 5.0))
+                except (ClusterAPIError, OSError, TimeoutError) as err:
+                    log.debug("reading %s after a lost binding answer: %s", u.out.pod.key, err)
+                else:
+                    if self._uncertain.get(uid) is u:
+                        self._settle(uid, where)
+                    return
+            await asyncio.sleep(min(delay, max(left, 0.0)))
+            delay = min(delay * 2, 2.0)
 
     def _spawn(self, coro: Any) -> None:
         task = asyncio.get_running_loop().create_task(coro)
