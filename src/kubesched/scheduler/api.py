@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 import socket
 import time
 from collections.abc import Coroutine, Mapping, Sequence
@@ -27,7 +28,7 @@ import msgspec
 from kubesched.api.policy import PodDisruptionBudget
 from kubesched.cluster.kubeclient import APIError, KubeClient
 from kubesched.core.podinfo import PodInfo
-from kubesched.framework.interfaces import ClusterAPIError
+from kubesched.framework.interfaces import AlreadyAssignedError, ClusterAPIError
 from kubesched.scheduler.events import EventRecorder, micro_time
 from kubesched.scheduler.http1 import Pool
 
@@ -35,6 +36,9 @@ log = logging.getLogger("kubesched.scheduler")
 NOTE_LENGTH_LIMIT = 1024
 STRATEGIC = "application/strategic-merge-patch+json"
 MERGE = "application/merge-patch+json"
+# kube-apiserver's 409 for a Binding of a bound pod (pkg/registry/core/pod/storage, v1.35.4): `Operation cannot
+# be fulfilled on pods/binding "web-0": pod web-0 is already assigned to node "node-a"`.
+_ALREADY_ASSIGNED = re.compile(r'is already assigned to node "([^"]+)"')
 
 
 def rfc3339(ts: float | None = None) -> str:
@@ -122,10 +126,32 @@ class APIBackend:
         try:
             await self._call("POST", f"/api/v1/namespaces/{pod.namespace}/pods/{pod.name}/binding", binding)
         except APIError as err:
+            found = _ALREADY_ASSIGNED.search(err.message) if err.status == 409 else None
+            if found is not None:
+                raise AlreadyAssignedError(f"binding rejected: {err.message}", found.group(1)) from None
             raise ClusterAPIError(f"binding rejected: {err.message}") from None
         except OSError as err:
             raise ClusterAPIError(f"binding {pod.key} failed: {type(err).__name__}: {err}") from None
         self._reported.pop(pod.uid, None)
+
+    async def bound_node(self, pod: PodInfo) -> str | None:
+        """Where the pod is bound now: its node, '' while pending, None when it is gone (or another pod of
+        its name replaced it). Raises ClusterAPIError when the server cannot say."""
+        try:
+            data = await self._call("GET", f"/api/v1/namespaces/{pod.namespace}/pods/{pod.name}")
+        except APIError as err:
+            if err.status == 404:
+                return None
+            raise ClusterAPIError(f"reading {pod.key}: {err.message}") from None
+        except OSError as err:
+            raise ClusterAPIError(f"reading {pod.key}: {type(err).__name__}: {err}") from None
+        try:
+            obj = msgspec.json.decode(data, type=_PodPlacement)
+        except msgspec.DecodeError as err:
+            raise ClusterAPIError(f"reading {pod.key}: {err}") from None
+        if obj.metadata.uid != pod.uid:
+            return None
+        return obj.spec.nodeName
 
     async def evict(self, victim: PodInfo, preemptor: PodInfo, node_name: str) -> None:
         scheduler = preemptor.pod.spec.scheduler_name or "default-scheduler"
@@ -241,6 +267,19 @@ class APIBackend:
             await asyncio.gather(self._series, return_exceptions=True)
             await self.events.refresh()  # counts observed since the last write
         await self._http.aclose()
+
+
+class _Meta(msgspec.Struct):
+    uid: str = ""
+
+
+class _Spec(msgspec.Struct):
+    nodeName: str = ""  # the wire name
+
+
+class _PodPlacement(msgspec.Struct):
+    metadata: _Meta = msgspec.field(default_factory=_Meta)
+    spec: _Spec = msgspec.field(default_factory=_Spec)
 
 
 class _Status(msgspec.Struct):

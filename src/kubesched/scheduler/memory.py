@@ -18,7 +18,7 @@ from kubesched.api.core import Node, Pod
 from kubesched.api.policy import PodDisruptionBudget
 from kubesched.config.extender import DEFAULT_SCHEDULER_NAME
 from kubesched.core.podinfo import PodInfo
-from kubesched.framework.interfaces import ClusterAPIError
+from kubesched.framework.interfaces import AlreadyAssignedError, ClusterAPIError
 from kubesched.scheduler.queue import ManualClock
 from kubesched.scheduler.scheduler import Placement, Scheduler
 
@@ -88,12 +88,22 @@ class MemoryCluster:
         if obj is None:
             raise ClusterAPIError(f'pods "{pod.name}" not found')
         if obj.spec.node_name:
-            raise ClusterAPIError(f'pod {pod.name} is already assigned to node "{obj.spec.node_name}"')
+            # kube-apiserver's 409, word for word.
+            raise AlreadyAssignedError(
+                f'Operation cannot be fulfilled on pods/binding "{pod.name}": pod {pod.name} is already assigned'
+                f' to node "{obj.spec.node_name}"',
+                obj.spec.node_name,
+            )
         if node_name not in self.nodes:
             raise ClusterAPIError(f'nodes "{node_name}" not found')
         bound = msgspec.structs.replace(obj, spec=msgspec.structs.replace(obj.spec, node_name=node_name))
         self.pods[pod.uid] = bound
         self._sched().pod_upserted(bound)
+
+    async def bound_node(self, pod: PodInfo) -> str | None:
+        """As `APIBackend.bound_node`: the pod's node, '' while pending, None when gone."""
+        obj = self.pods.get(pod.uid)
+        return None if obj is None else obj.spec.node_name or ""
 
     async def evict(self, victim: PodInfo, preemptor: PodInfo, node_name: str) -> None:
         obj = self.pods.pop(victim.uid, None)
