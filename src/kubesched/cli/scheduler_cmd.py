@@ -17,7 +17,7 @@ from kubesched.cluster.kubeclient import KubeConfigError, connect
 from kubesched.config.errors import ConfigParseError
 from kubesched.framework.interfaces import Handle
 from kubesched.plugins.pod_topology_spread import DEFAULT_SELECTOR_SERVICE
-from kubesched.scheduler.config import ConfigError
+from kubesched.scheduler.config import LIVE_DEFAULT_PROFILE, ConfigError, ProfileConfig, SchedulerConfiguration
 from kubesched.scheduler.memory import MemoryCluster, run_until_settled
 from kubesched.scheduler.pluginmanager import Built, build_default, build_from_file
 from kubesched.scheduler.queue import ManualClock
@@ -63,11 +63,16 @@ def config_problem(err: ConfigParseError, path: Path | None) -> CLIError:
     return CLIError(f"{where}invalid scheduler configuration ({len(err.errors)} problem(s)):\n{lines}")
 
 
-def builder(path: Path | None) -> Callable[[Callable[[str], Handle]], Built]:
-    """How to build the configuration: from --config, else the default profile."""
+def builder(path: Path | None, live: bool = False) -> Callable[[Callable[[str], Handle]], Built]:
+    """How to build the configuration: from --config, else the default profile. Live, a configuration
+    that names no profile gets one `kubesched` profile (kube-scheduler serves default-scheduler)."""
+    profile = LIVE_DEFAULT_PROFILE if live else None
 
     def build(make_handle: Callable[[str], Handle]) -> Built:
-        return build_from_file(path, make_handle) if path is not None else build_default(make_handle)
+        if path is not None:
+            return build_from_file(path, make_handle, default_profile=profile)
+        config = SchedulerConfiguration(profiles=(ProfileConfig(profile),)) if profile else None
+        return build_default(make_handle, config)
 
     return build
 
@@ -95,7 +100,7 @@ def run_scheduler(args: argparse.Namespace) -> int:
         raise CLIError(f"--config: no such file {args.config}")
     # Check the whole configuration before anything starts: every problem at once, exit 2.
     try:
-        builder(args.config)(Handle)
+        builder(args.config, live=args.cluster is None)(Handle)
     except ConfigError as err:
         raise config_problem(err, args.config) from None
     if args.cluster is not None:
@@ -115,7 +120,7 @@ def _listen(value: str) -> tuple[str, int]:
 
 def run_live(args: argparse.Namespace) -> int:
     host, port = _listen(args.listen)
-    build = builder(args.config)
+    build = builder(args.config, live=True)
     kubeconfig = args.kubeconfig
     if not kubeconfig and not args.in_cluster:
         # As kube-scheduler: clientConnection.kubeconfig of the file, else $KUBECONFIG, else in-cluster.

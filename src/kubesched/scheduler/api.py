@@ -4,7 +4,7 @@
 * failures: a strategic-merge patch of pods/<name>/status with PodScheduled=False (reason and message,
   plus nominatedNodeName when it changes), skipped when nothing changed, and a `FailedScheduling` event;
 * success: a `Scheduled` event. Events are events.k8s.io/v1 with reportingController = the profile's
-  schedulerName and reportingInstance = <schedulerName>-<hostname>, as kube-scheduler's recorder writes them;
+  schedulerName and reportingInstance = <schedulerName>-<hostname>_<uuid> (kube-scheduler: <schedulerName>-<hostname>);
 * evict: DisruptionTarget=True (PreemptionByScheduler) on the victim, delete it (UID precondition), and a
   `Preempted` event on it.
 
@@ -84,6 +84,7 @@ class APIBackend:
         burst: int = 100,
         hostname: str | None = None,
         connections: int = 16,
+        identity: str | None = None,
     ) -> None:
         self.client = client
         self.limiter = RateLimiter(qps, burst)
@@ -95,6 +96,9 @@ class APIBackend:
         self._http = Pool(conn.server, conn.ssl_context, headers, connections)
 
         self.hostname = hostname or socket.gethostname()
+        # Events' reportingInstance: kube-scheduler writes <controller>-<hostname>; with the process's
+        # identity (the Lease holder's, <hostname>_<uuid>) two schedulers on one host are told apart.
+        self.identity = identity or self.hostname
         self.pdb_objects: dict[str, PodDisruptionBudget] = {}  # fed by a watch (see run.py)
         self.namespaces: dict[str, dict[str, str]] = {}
         self._reported: dict[str, tuple[str, str, str | None]] = {}  # uid -> last (reason, message, nominated)
@@ -233,7 +237,7 @@ class APIBackend:
             "metadata": {"name": f"{pod.name}.{time.time_ns():x}", "namespace": pod.namespace},
             "eventTime": micro_time(now),
             "reportingController": controller,
-            "reportingInstance": f"{controller}-{self.hostname}",
+            "reportingInstance": f"{controller}-{self.identity}"[:128],
             "action": action,
             "reason": reason,
             "regarding": {

@@ -42,6 +42,9 @@ ALL = "*"
 # Our own lease, so we never take kube-scheduler's (kube-system/kube-scheduler).
 DEFAULT_LEASE_NAME = "kubesched-scheduler"
 DEFAULT_LEASE_NAMESPACE = "kube-system"
+# The profile of a live scheduler whose configuration names none: never kube-scheduler's default-scheduler,
+# which the cluster's own scheduler serves (both would bind the same pods).
+LIVE_DEFAULT_PROFILE = "kubesched"
 
 
 class ConfigError(ConfigParseError):
@@ -89,6 +92,7 @@ class SchedulerConfiguration:
     qps: float = 50.0
     burst: int = 100
     plugin_modules: tuple[str, ...] = ()
+    profiles_named: bool = False  # whether the file lists profiles (else the default one stands in)
 
     @property
     def ignored_resources(self) -> tuple[str, ...]:
@@ -189,6 +193,7 @@ def _convert(model: SchedulerConfig, modules: tuple[str, ...], errors: list[Fiel
         qps=float(qps) if isinstance(qps, (int, float)) else 50.0,
         burst=burst if isinstance(burst, int) else 100,
         plugin_modules=modules,
+        profiles_named=bool(model.profiles),
     )
 
 

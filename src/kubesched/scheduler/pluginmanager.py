@@ -12,6 +12,7 @@ default in place, else appended); then per extension point, that point's `disabl
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import importlib
 import importlib.metadata
 import importlib.util
@@ -283,12 +284,20 @@ def build(
 
 
 def build_from_file(
-    path: Path, make_handle: Callable[[str], Handle], entry_points: EntryPoints = _installed_entry_points
+    path: Path,
+    make_handle: Callable[[str], Handle],
+    entry_points: EntryPoints = _installed_entry_points,
+    default_profile: str | None = None,
 ) -> Built:
-    """Read, load and build; ConfigError lists every problem of the file, its plugins and their args."""
+    """Read, load and build; ConfigError lists every problem of the file, its plugins and their args.
+
+    ``default_profile``: the scheduler name of the one profile when the file names none (else upstream's
+    default-scheduler)."""
     config, errors = read_file(path)
     if config is None:
         raise ConfigError(errors)
+    if default_profile and not config.profiles_named:
+        config = dataclasses.replace(config, profiles=(ProfileConfig(default_profile),))
     registry, load_errors = load_registry(config.plugin_modules, entry_points)
     return build(config, registry, make_handle, errors + load_errors)
 

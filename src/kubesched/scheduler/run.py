@@ -30,7 +30,7 @@ from kubesched.framework.interfaces import Handle
 from kubesched.plugins.pod_topology_spread import DEFAULT_SELECTOR_SERVICE
 from kubesched.scheduler.api import APIBackend
 from kubesched.scheduler.config import ConfigError
-from kubesched.scheduler.leader import LeaderElector, LeadershipLost
+from kubesched.scheduler.leader import LeaderElector, LeadershipLost, default_identity
 from kubesched.scheduler.pluginmanager import Built, Reloader, module_files
 from kubesched.scheduler.scheduler import Scheduler
 from kubesched.scheduler.server import SchedulerApp
@@ -158,7 +158,8 @@ async def serve(options: LiveOptions) -> int:
     client = KubeClient(options.connection)
     cache = ClusterCache()
     first = options.build(Handle)  # only to read client settings; the scheduler builds its own
-    backend = APIBackend(client, qps=first.config.qps, burst=first.config.burst)
+    identity = options.identity or default_identity()  # the Lease holder's, and the events' reporting instance
+    backend = APIBackend(client, qps=first.config.qps, burst=first.config.burst, identity=identity)
     workloads = Workloads()
     services = {DEFAULT_SELECTOR_SERVICE: workloads.default_selector}
     scheduler = Scheduler(cache, backend, options.build, batching=options.batching, services=services)
@@ -194,9 +195,7 @@ async def serve(options: LiveOptions) -> int:
             options.reload_interval,
         )
         background.append(asyncio.create_task(reloader.run()))
-    elector = (
-        LeaderElector(client, config.leader_election, options.identity) if config.leader_election.leader_elect else None
-    )
+    elector = LeaderElector(client, config.leader_election, identity) if config.leader_election.leader_elect else None
     log.info(
         "scheduler for %s on %s; health and metrics on http://%s:%d",
         ", ".join(scheduler.built.profiles),
@@ -225,7 +224,7 @@ async def serve(options: LiveOptions) -> int:
                     if isinstance(err, LeadershipLost):
                         log.error("leader election lost: %s", err)
                     else:
-                        log.error("scheduler failed: %r", err)
+                        log.error("scheduler failed: %r", err, exc_info=err)
                     code = 1
             scheduler.stop()
             for task in work:
