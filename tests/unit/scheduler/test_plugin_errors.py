@@ -187,9 +187,8 @@ async def test_a_plugin_raising_fails_only_that_pod_which_backs_off_and_is_retri
     assert records and "ns/bad" in records[0].getMessage()
     metric = scheduler.metrics.render().decode()
     assert (
-        f"kubesched_scheduler_plugin_errors_total{{extension_point=\"{point}\",plugin=\"Boom\","
-        f"profile=\"default-scheduler\"}} 1.0"
-        in metric
+        f'kubesched_scheduler_plugin_errors_total{{extension_point="{point}",plugin="Boom",'
+        f'profile="default-scheduler"}} 1.0' in metric
     )
     if message is not None:
         assert cluster.conditions["ns/bad"] == ("SchedulerError", message)
