@@ -154,6 +154,9 @@ def test_a_leader_cut_off_stops_before_the_standby_takes_over(
             with running(cp, tmp_path, config, "standby") as standby:
                 create(cp, ns, pod("p1", run.scheduler))
                 eventually(lambda: node_of(cp, ns, "p1"), "p1 bound by the leader")
+                lease = f"kubesched-{run.id}"
+                assert leader.metric("leader_election_master_status", name=lease) == 1
+                assert standby.metric("leader_election_master_status", name=lease) == 0
                 proxy.blackhole()
                 cut = time.monotonic()
                 exited: list[float] = []

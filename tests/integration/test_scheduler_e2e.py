@@ -154,11 +154,11 @@ class SchedulerProcess:
     def tail(self) -> str:
         return self.log.read_text(errors="replace")[-4000:] if self.log.exists() else ""
 
-    def metric(self, name: str, **labels: str) -> float:
+    def metric(self, metric: str, **labels: str) -> float:
         text = httpx.get(f"{self.url}/metrics", timeout=5).text
         want = ",".join(f'{k}="{v}"' for k, v in sorted(labels.items()))
         for line in text.splitlines():
-            if line.startswith(f"{name}{{{want}}} ") or (not labels and line.startswith(f"{name} ")):
+            if line.startswith(f"{metric}{{{want}}} ") or (not labels and line.startswith(f"{metric} ")):
                 return float(line.rsplit(" ", 1)[1])
         return 0.0
 

@@ -177,6 +177,8 @@ async def serve(options: LiveOptions) -> int:
     workloads = Workloads()
     services = {DEFAULT_SELECTOR_SERVICE: workloads.default_selector}
     scheduler = Scheduler(cache, backend, options.build, batching=options.batching, services=services)
+    if elector is not None:
+        scheduler.metrics.master_status.labels(election.resource_name).set(0)  # a standby until it leads
     app = SchedulerApp(scheduler.metrics, lambda: cache.synced.is_set())
     server = _Server(
         uvicorn.Config(app, host=options.host, port=options.port, lifespan="off", access_log=False, log_config=None)
@@ -225,6 +227,8 @@ async def serve(options: LiveOptions) -> int:
                 acquiring.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await acquiring
+        if elector is not None:
+            scheduler.metrics.master_status.labels(election.resource_name).set(1 if elector.leading else 0)
         if not stop.is_set():
             work = [asyncio.create_task(scheduler.run())]
             if elector is not None:
@@ -235,6 +239,7 @@ async def serve(options: LiveOptions) -> int:
                     err = task.exception()
                     if isinstance(err, LeadershipLost):
                         log.error("leader election lost: %s", err)
+                        scheduler.metrics.master_status.labels(election.resource_name).set(0)
                     else:
                         log.error("scheduler failed: %r", err)
                     code = 1
