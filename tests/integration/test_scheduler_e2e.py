@@ -98,9 +98,10 @@ class Run:
 class SchedulerProcess:
     """`python -m kubesched scheduler run` with a config file, following the control plane."""
 
-    def __init__(self, cp: ControlPlane, config: Path, log: Path) -> None:
+    def __init__(self, cp: ControlPlane, config: Path, log: Path, kubeconfig: Path | None = None) -> None:
         self.cp = cp
         self.config = config
+        self.kubeconfig = kubeconfig or cp.admin_kubeconfig
         self.port = free_port()
         self.log = log
         self.proc: subprocess.Popen[bytes] | None = None
@@ -109,7 +110,7 @@ class SchedulerProcess:
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
-    def start(self) -> SchedulerProcess:
+    def start(self, wait_ready: bool = True) -> SchedulerProcess:
         cmd = [
             sys.executable,
             "-m",
@@ -119,7 +120,7 @@ class SchedulerProcess:
             "--config",
             str(self.config),
             "--kubeconfig",
-            str(self.cp.admin_kubeconfig),
+            str(self.kubeconfig),
             "--listen",
             f"127.0.0.1:{self.port}",
             "--reload-interval",
@@ -136,7 +137,8 @@ class SchedulerProcess:
                 return httpx.get(f"{self.url}/readyz", timeout=2).status_code == 200
             return False
 
-        eventually(ready, "the scheduler to be ready")
+        if wait_ready:
+            eventually(ready, "the scheduler to be ready")
         return self
 
     def stop(self) -> int | None:
@@ -152,22 +154,27 @@ class SchedulerProcess:
     def tail(self) -> str:
         return self.log.read_text(errors="replace")[-4000:] if self.log.exists() else ""
 
-    def metric(self, name: str, **labels: str) -> float:
+    def metric(self, metric: str, **labels: str) -> float:
         text = httpx.get(f"{self.url}/metrics", timeout=5).text
         want = ",".join(f'{k}="{v}"' for k, v in sorted(labels.items()))
         for line in text.splitlines():
-            if line.startswith(f"{name}{{{want}}} ") or (not labels and line.startswith(f"{name} ")):
+            if line.startswith(f"{metric}{{{want}}} ") or (not labels and line.startswith(f"{metric} ")):
                 return float(line.rsplit(" ", 1)[1])
         return 0.0
 
 
 @contextlib.contextmanager
 def running(
-    cp: ControlPlane, tmp_path: Path, config: dict[str, Any], name: str = "sched"
+    cp: ControlPlane,
+    tmp_path: Path,
+    config: dict[str, Any],
+    name: str = "sched",
+    kubeconfig: Path | None = None,
+    wait_ready: bool = True,
 ) -> Iterator[SchedulerProcess]:
     path = tmp_path / f"{name}.yaml"
     path.write_text(yaml.safe_dump(config, sort_keys=False))
-    proc = SchedulerProcess(cp, path, tmp_path / f"{name}.log").start()
+    proc = SchedulerProcess(cp, path, tmp_path / f"{name}.log", kubeconfig).start(wait_ready)
     try:
         yield proc
     finally:

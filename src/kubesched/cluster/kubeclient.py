@@ -6,18 +6,24 @@ deserializes whole objects it does not read.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import os
 import ssl
 import tempfile
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlencode
 
 import httpx
 import msgspec
 import yaml
+
+from kubesched.cluster.http1 import AnswerLost, Fenced, Pool, TransportError
+
+__all__ = ["APIError", "AnswerLost", "Connection", "Fenced", "KubeClient", "KubeConfigError", "TransportError"]
 
 SERVICE_ACCOUNT_DIR = Path("/var/run/secrets/kubernetes.io/serviceaccount")
 
@@ -143,28 +149,68 @@ def connect(kubeconfig: str | None) -> Connection:
     return in_cluster()
 
 
-class KubeClient:
-    """Async requests to one API server."""
+def raise_for_status(status: int, body: bytes) -> None:
+    """The one mapping of a non-2xx answer to APIError (message and reason of the Status, else the body)."""
+    if 200 <= status < 300:
+        return
+    try:
+        st = msgspec.json.decode(body, type=_Status)
+    except msgspec.DecodeError:
+        raise APIError(status, body.decode(errors="replace")) from None
+    raise APIError(status, st.message or body.decode(errors="replace"), st.reason)
 
-    def __init__(self, conn: Connection, timeout: float = 30.0) -> None:
-        headers = {"Accept": "application/json", "User-Agent": "kubesched"}
+
+class KubeClient:
+    """Async requests to one API server: the one client of the project (scheduler, extender, elector, events).
+
+    Requests go over the pool of `http1.py` (timeouts, checked keep-alive, never a blind resend; see
+    there); watch streams over httpx, one long-lived connection each, with connect and read timeouts.
+    Errors: APIError (the server answered non-2xx), TransportError (not reached, nothing applied),
+    AnswerLost (sent, answer lost: maybe applied), Fenced (not sent: its gate was closed). The last
+    three are OSErrors.
+    """
+
+    def __init__(
+        self,
+        conn: Connection,
+        timeout: float = 15.0,
+        *,
+        connections: int = 16,
+        connect_timeout: float = 5.0,
+        idle_timeout: float = 15.0,
+        user_agent: str = "kubesched",
+    ) -> None:
+        headers = {"Accept": "application/json", "User-Agent": user_agent}
         if conn.token:
             headers["Authorization"] = f"Bearer {conn.token}"
         self.conn = conn
-        self._http = httpx.AsyncClient(base_url=conn.server, verify=conn.ssl_context, headers=headers, timeout=timeout)
+        self.connect_timeout = connect_timeout
+        self.pool = Pool(
+            conn.server,
+            conn.ssl_context,
+            headers,
+            connections,
+            connect_timeout=connect_timeout,
+            timeout=timeout,
+            idle_timeout=idle_timeout,
+        )
+        self._http = httpx.AsyncClient(
+            base_url=conn.server,
+            verify=conn.ssl_context,
+            headers=headers,
+            timeout=httpx.Timeout(timeout, connect=connect_timeout),
+            limits=httpx.Limits(keepalive_expiry=idle_timeout),
+            trust_env=False,
+        )
 
-    async def aclose(self) -> None:
-        await self._http.aclose()
-
-    @staticmethod
-    def _raise(resp: httpx.Response) -> None:
-        if resp.is_success:
-            return
+    async def aclose(self, grace: float = 2.0) -> None:
+        """Close every connection; bounded by ``grace`` seconds whatever the network does."""
+        await self.pool.aclose()
         try:
-            st = msgspec.json.decode(resp.content, type=_Status)
-            raise APIError(resp.status_code, st.message or resp.text, st.reason)
-        except msgspec.DecodeError:
-            raise APIError(resp.status_code, resp.text) from None
+            async with asyncio.timeout(grace):
+                await self._http.aclose()
+        except TimeoutError:
+            pass
 
     async def request(
         self,
@@ -173,28 +219,38 @@ class KubeClient:
         body: Any = None,
         params: Mapping[str, str] | None = None,
         content_type: str = "application/json",
+        *,
+        time_limit: float | None = None,
+        gate: Callable[[], bool] | None = None,
     ) -> bytes:
+        """The body of a 2xx answer; APIError otherwise (see the class for transport errors)."""
         content = None if body is None else (body if isinstance(body, bytes) else msgspec.json.encode(body))
-        headers = {"Content-Type": content_type} if content is not None else None
-        resp = await self._http.request(method, path, content=content, params=params, headers=headers)
-        self._raise(resp)
-        return resp.content
+        if params:
+            path = f"{path}?{urlencode(params)}"
+        status, data = await self.pool.request(method, path, content, content_type, time_limit=time_limit, gate=gate)
+        raise_for_status(status, data)
+        return data
 
     async def stream_lines(
         self, path: str, params: Mapping[str, str], read_timeout: float | None = None
     ) -> AsyncIterator[bytes]:
         """GET a watch stream and yield one JSON event per line (``read_timeout``: longest silence)."""
-        timeout = httpx.Timeout(30.0, read=read_timeout)
-        async with self._http.stream("GET", path, params=params, timeout=timeout) as resp:
-            if not resp.is_success:
-                await resp.aread()
-                self._raise(resp)
-            buffer = b""
-            async for chunk in resp.aiter_bytes():
-                buffer += chunk
-                while b"\n" in buffer:
-                    line, buffer = buffer.split(b"\n", 1)
-                    if line.strip():
-                        yield line
-            if buffer.strip():
-                yield buffer
+        timeout = httpx.Timeout(read_timeout, connect=self.connect_timeout)
+        try:
+            async with self._http.stream("GET", path, params=params, timeout=timeout) as resp:
+                if not resp.is_success:
+                    await resp.aread()
+                    raise_for_status(resp.status_code, resp.content)
+                buffer = b""
+                async for chunk in resp.aiter_bytes():
+                    buffer += chunk
+                    while b"\n" in buffer:
+                        line, buffer = buffer.split(b"\n", 1)
+                        if line.strip():
+                            yield line
+                if buffer.strip():
+                    yield buffer
+        except httpx.TimeoutException as err:
+            raise TransportError(f"watch {path}: silent for {read_timeout}s ({type(err).__name__})") from None
+        except httpx.HTTPError as err:
+            raise TransportError(f"watch {path}: {type(err).__name__}: {err}") from None

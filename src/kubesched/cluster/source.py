@@ -32,7 +32,9 @@ class FileSource:
 class KubeSource:
     """List + watch of nodes (and of pods, where the policy needs usage) from the API server."""
 
-    def __init__(self, cache: ClusterCache, client: KubeClient, *, watch_pods: bool, watch_timeout: int = 300) -> None:
+    def __init__(
+        self, cache: ClusterCache, client: KubeClient, *, watch_pods: bool, watch_timeout: int | None = None
+    ) -> None:
         self.cache = cache
         self.client = client
         self.watch_pods = watch_pods

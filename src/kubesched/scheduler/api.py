@@ -8,8 +8,10 @@
 * evict: DisruptionTarget=True (PreemptionByScheduler) on the victim, delete it (UID precondition), and a
   `Preempted` event on it.
 
-Writes go through a token bucket (clientConnection qps/burst). Reports run as tasks: the scheduling
-cycle never waits for them.
+Writes go through a token bucket (clientConnection qps/burst) and the KubeClient's pool (timeouts;
+a lost answer is never resent blindly: a Binding whose answer was lost raises BindingUnknownError).
+``gate`` (the leader elector's) fences writes: none is sent once the lease may be lost. Reports run as
+tasks: the scheduling cycle never waits for them.
 """
 
 from __future__ import annotations
@@ -19,18 +21,17 @@ import logging
 import re
 import socket
 import time
-from collections.abc import Coroutine, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
 import msgspec
 
 from kubesched.api.policy import PodDisruptionBudget
-from kubesched.cluster.kubeclient import APIError, KubeClient
+from kubesched.cluster.kubeclient import AnswerLost, APIError, KubeClient
 from kubesched.core.podinfo import PodInfo
-from kubesched.framework.interfaces import AlreadyAssignedError, ClusterAPIError
+from kubesched.framework.interfaces import AlreadyAssignedError, BindingUnknownError, ClusterAPIError
 from kubesched.scheduler.events import EventRecorder, micro_time
-from kubesched.scheduler.http1 import Pool
 
 log = logging.getLogger("kubesched.scheduler")
 NOTE_LENGTH_LIMIT = 1024
@@ -83,18 +84,13 @@ class APIBackend:
         qps: float = 50.0,
         burst: int = 100,
         hostname: str | None = None,
-        connections: int = 16,
         identity: str | None = None,
+        gate: Callable[[], bool] | None = None,
+        events: EventRecorder | None = None,
     ) -> None:
         self.client = client
         self.limiter = RateLimiter(qps, burst)
-        # Writes get a pool of their own: persistent connections, never over-subscribed (see http1.py).
-        conn = client.conn
-        headers = {"Accept": "application/json", "User-Agent": "kubesched-scheduler"}
-        if conn.token:
-            headers["Authorization"] = f"Bearer {conn.token}"
-        self._http = Pool(conn.server, conn.ssl_context, headers, connections)
-
+        self.gate = gate  # checked right before each write is sent
         self.hostname = hostname or socket.gethostname()
         # Events' reportingInstance: kube-scheduler writes <controller>-<hostname>; with the process's
         # identity (the Lease holder's, <hostname>_<uuid>) two schedulers on one host are told apart.
@@ -103,20 +99,12 @@ class APIBackend:
         self.namespaces: dict[str, dict[str, str]] = {}
         self._reported: dict[str, tuple[str, str, str | None]] = {}  # uid -> last (reason, message, nominated)
         self._tasks: set[asyncio.Task[None]] = set()
-        self.events = EventRecorder(self._call)
+        self.events = events or EventRecorder(self._call)
         self._series: asyncio.Task[None] | None = None  # ends and refreshes event series
 
     async def _call(self, method: str, path: str, body: Any = None, content_type: str = "application/json") -> bytes:
         await self.limiter.acquire()
-        content = msgspec.json.encode(body) if body is not None else None
-        code, data = await self._http.request(method, path, content, content_type)
-        if 200 <= code < 300:
-            return data
-        try:
-            status = msgspec.json.decode(data, type=_Status)
-        except msgspec.DecodeError:
-            raise APIError(code, data.decode(errors="replace")) from None
-        raise APIError(code, status.message or data.decode(errors="replace"), status.reason)
+        return await self.client.request(method, path, body, content_type=content_type, gate=self.gate)
 
     # ---- ClusterAPI -------------------------------------------------------------------------------------
 
@@ -134,6 +122,8 @@ class APIBackend:
             if found is not None:
                 raise AlreadyAssignedError(f"binding rejected: {err.message}", found.group(1)) from None
             raise ClusterAPIError(f"binding rejected: {err.message}") from None
+        except AnswerLost as err:
+            raise BindingUnknownError(f"binding {pod.key} to {node_name}: the answer was lost: {err}") from None
         except OSError as err:
             raise ClusterAPIError(f"binding {pod.key} failed: {type(err).__name__}: {err}") from None
         self._reported.pop(pod.uid, None)
@@ -262,15 +252,23 @@ class APIBackend:
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
-    async def aclose(self) -> None:
-        """Let the reports in flight finish (they are short), then close the connections."""
-        while self._tasks:
-            await asyncio.gather(*list(self._tasks), return_exceptions=True)
-        if self._series is not None:
-            self._series.cancel()
-            await asyncio.gather(self._series, return_exceptions=True)
-            await self.events.refresh()  # counts observed since the last write
-        await self._http.aclose()
+    async def aclose(self, grace: float = 5.0) -> None:
+        """Let the reports in flight finish for up to ``grace`` seconds (events still retrying then are
+        dropped): shutdown stays bounded whatever the network does. The client is closed by its owner."""
+        try:
+            async with asyncio.timeout(grace):
+                while self._tasks:
+                    await asyncio.gather(*list(self._tasks), return_exceptions=True)
+                if self._series is not None:
+                    self._series.cancel()
+                    await asyncio.gather(self._series, return_exceptions=True)
+                    await self.events.refresh()  # counts observed since the last write
+        except TimeoutError:
+            log.warning("shutdown: %d report(s) still unwritten after %.0fs: dropped", len(self._tasks), grace)
+        rest = [*self._tasks, *([self._series] if self._series is not None else [])]
+        for task in rest:
+            task.cancel()
+        await asyncio.gather(*rest, return_exceptions=True)
 
 
 class _Meta(msgspec.Struct):
@@ -284,8 +282,3 @@ class _Spec(msgspec.Struct):
 class _PodPlacement(msgspec.Struct):
     metadata: _Meta = msgspec.field(default_factory=_Meta)
     spec: _Spec = msgspec.field(default_factory=_Spec)
-
-
-class _Status(msgspec.Struct):
-    message: str = ""
-    reason: str = ""

@@ -2,9 +2,16 @@
 
 Acquire: every retryPeriod, read the Lease; take it when it is free, ours, or its holder has not
 renewed within leaseDuration *as observed locally* (clocks of replicas are never compared). Renew
-every retryPeriod; failing to renew for renewDeadline loses the lease: the caller must stop
-scheduling at once (kube-scheduler exits). Release on graceful shutdown, so a standby takes over
-without waiting out the lease. The holder identity is `<hostname>_<uuid>`, as kube-scheduler's.
+as client-go's renew loop: retryPeriod after the last renewal, a round of tries every retryPeriod,
+the round — requests included — bounded by renewDeadline; a round that ends without a renewal loses
+the lease (`keep` raises LeadershipLost; kube-scheduler exits, so does kubesched).
+
+`may_act()` is the fence the scheduler's writes pass right before they are sent: true only while
+the last successful renewal *started* less than min(leaseDuration, renewDeadline + retryPeriod) ago.
+A standby takes over no sooner than leaseDuration after it saw that renewal, which happened after it
+started, so no binding is sent once the lease may be someone else's — even if the renew loop itself
+is stuck. Release on graceful shutdown, so a standby takes over without waiting out the lease. The
+holder identity is `<hostname>_<uuid>`, as kube-scheduler's.
 """
 
 from __future__ import annotations
@@ -17,7 +24,6 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-import httpx
 import msgspec
 
 from kubesched.cluster.kubeclient import APIError, KubeClient
@@ -72,7 +78,8 @@ class LeaderElector:
         self.leading = False
         self._observed: tuple[Any, ...] | None = None
         self._observed_at = 0.0
-        self._last_renew = 0.0
+        self._valid_until = 0.0  # may_act() until then (clock())
+        self.renewals = 0
 
     async def _get(self) -> _Lease | None:
         try:
@@ -118,7 +125,7 @@ class LeaderElector:
             body = await self.client.request("PUT", self.path, msgspec.json.encode(updated))
             self._observe(msgspec.json.decode(body, type=_Lease), now)
             return True
-        except (APIError, httpx.HTTPError, OSError, msgspec.DecodeError) as err:
+        except (APIError, OSError, msgspec.DecodeError) as err:
             # A 409 means someone else updated first: simply not us this round.
             log.debug("lease %s: %s", self.path, err)
             return False
@@ -128,26 +135,48 @@ class LeaderElector:
         self._observed = (spec.holder_identity, spec.renew_time, spec.acquire_time, lease.metadata.resource_version)
         self._observed_at = now
 
+    def may_act(self) -> bool:
+        """Whether this replica surely still holds the lease (the fence of every scheduling write)."""
+        return self.leading and self.clock() < self._valid_until
+
+    async def _try(self, budget: float) -> bool:
+        """One tryAcquireOrRenew bounded by ``budget`` seconds; a success extends may_act()."""
+        started = self.clock()
+        if budget <= 0:
+            return False
+        try:
+            async with asyncio.timeout(budget):
+                ok = await self.try_acquire_or_renew()
+        except TimeoutError:
+            log.info("lease %s: no answer within %.1fs", self.path, budget)
+            return False
+        if ok:
+            hold = min(self.config.lease_duration, self.config.renew_deadline + self.config.retry_period)
+            self._valid_until = started + hold
+        return ok
+
     async def acquire(self) -> None:
         """Return once this replica holds the lease."""
         log.info("waiting to lead: lease %s as %s", self.path, self.identity)
         while True:
-            if await self.try_acquire_or_renew():
+            if await self._try(self.config.renew_deadline):
                 break
             await asyncio.sleep(self.config.retry_period)
         self.leading = True
-        self._last_renew = self.clock()
         log.info("became the leader (lease %s)", self.path)
 
     async def keep(self) -> None:
-        """Renew every retryPeriod; raises LeadershipLost when renewals fail for renewDeadline."""
+        """Renew (client-go's renew loop); raises LeadershipLost when a round finds no renewal within renewDeadline."""
         while True:
             await asyncio.sleep(self.config.retry_period)
-            if await self.try_acquire_or_renew():
-                self._last_renew = self.clock()
-            elif self.clock() - self._last_renew > self.config.renew_deadline:
-                self.leading = False
-                raise LeadershipLost(f"failed to renew lease {self.path} within {self.config.renew_deadline}s")
+            deadline = self.clock() + self.config.renew_deadline
+            while not await self._try(deadline - self.clock()):
+                left = deadline - self.clock()
+                if left <= 0:
+                    self.leading = False
+                    raise LeadershipLost(f"failed to renew lease {self.path} within {self.config.renew_deadline}s")
+                await asyncio.sleep(min(self.config.retry_period, left))
+            self.renewals += 1
 
     async def release(self) -> None:
         """Give the lease up (ReleaseOnCancel): the holder emptied, a one-second duration."""
@@ -155,11 +184,15 @@ class LeaderElector:
             return
         self.leading = False
         try:
-            lease = await self._get()
-            if lease is None or lease.spec.holder_identity != self.identity:
-                return
-            spec = _LeaseSpec("", 1, lease.spec.acquire_time, micro_time(), lease.spec.lease_transitions)
-            await self.client.request("PUT", self.path, msgspec.json.encode(_Lease(lease.metadata, spec)))
-            log.info("released lease %s", self.path)
-        except (APIError, httpx.HTTPError, OSError) as err:
+            async with asyncio.timeout(self.config.retry_period + 1.0):
+                await self._release()
+        except (APIError, OSError, TimeoutError) as err:
             log.warning("could not release lease %s: %s", self.path, err)
+
+    async def _release(self) -> None:
+        lease = await self._get()
+        if lease is None or lease.spec.holder_identity != self.identity:
+            return
+        spec = _LeaseSpec("", 1, lease.spec.acquire_time, micro_time(), lease.spec.lease_transitions)
+        await self.client.request("PUT", self.path, msgspec.json.encode(_Lease(lease.metadata, spec)))
+        log.info("released lease %s", self.path)

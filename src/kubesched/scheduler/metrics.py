@@ -74,6 +74,13 @@ class SchedulerMetrics:
             ["profile", "plugin", "extension_point"],
             registry=self.registry,
         )
+        self.master_status = Gauge(
+            "leader_election_master_status",
+            "Gauge of if the reporting system is master of the relevant lease, 0 indicates backup, 1 indicates master."
+            " 'name' is the string used to identify the lease.",
+            ["name"],
+            registry=self.registry,
+        )
         self._pending_source: Callable[[], Mapping[str, int]] = dict
         # Labelled children, looked up once per label set (``labels()`` parses and locks on every call).
         # A child stays in its metric for good, so a cached one is the very child ``labels()`` returns.

@@ -1,8 +1,10 @@
 """Running against a live cluster: watches, leader election, HTTP endpoints, reload, graceful shutdown.
 
 Watches (nodes, pods that are not finished, PodDisruptionBudgets, namespaces) start at once on every
-replica, so a standby's cache is warm; only the leader schedules. SIGTERM/SIGINT: stop taking pods,
-finish the bindings in flight, release the lease, exit 0. A lost lease exits 1 at once, as kube-scheduler.
+replica, so a standby's cache is warm; only the leader schedules, and its writes pass the elector's
+fence (`LeaderElector.may_act`). SIGTERM/SIGINT: stop taking pods, finish the bindings in flight (at
+most DRAIN_GRACE seconds), release the lease, exit 0 — within seconds even when the API server went
+silent. A lost lease exits 1 at once, as kube-scheduler ("leaderelection lost").
 """
 
 from __future__ import annotations
@@ -36,6 +38,8 @@ from kubesched.scheduler.scheduler import Scheduler
 from kubesched.scheduler.server import SchedulerApp
 
 log = logging.getLogger("kubesched.scheduler")
+DRAIN_GRACE = 5.0  # bindings in flight at SIGTERM
+REPORT_GRACE = 3.0  # status patches and events still being written
 
 
 class _Namespace(msgspec.Struct):
@@ -155,15 +159,31 @@ class _Server(uvicorn.Server):
 
 async def serve(options: LiveOptions) -> int:
     """Run until SIGTERM/SIGINT (0) or a lost lease (1)."""
-    client = KubeClient(options.connection)
+    client = KubeClient(options.connection, user_agent="kubesched-scheduler")
     cache = ClusterCache()
     first = options.build(Handle)  # only to read client settings; the scheduler builds its own
     identity = options.identity or default_identity()  # the Lease holder's, and the events' reporting instance
-    backend = APIBackend(client, qps=first.config.qps, burst=first.config.burst, identity=identity)
+    election = first.config.leader_election
+    elector: LeaderElector | None = None
+    lease_client: KubeClient | None = None
+    if election.leader_elect:
+        # A client of its own, as kube-scheduler's: renewals never queue behind hundreds of bindings.
+        lease_client = KubeClient(
+            options.connection, election.renew_deadline, connections=2, user_agent="kubesched-scheduler/leader-election"
+        )
+        elector = LeaderElector(lease_client, election, identity)
+    backend = APIBackend(
+        client,
+        qps=first.config.qps,
+        burst=first.config.burst,
+        identity=identity,
+        gate=elector.may_act if elector is not None else None,
+    )
     workloads = Workloads()
     services = {DEFAULT_SELECTOR_SERVICE: workloads.default_selector}
     scheduler = Scheduler(cache, backend, options.build, batching=options.batching, services=services)
-    config = scheduler.built.config
+    if elector is not None:
+        scheduler.metrics.master_status.labels(election.resource_name).set(0)  # a standby until it leads
     app = SchedulerApp(scheduler.metrics, lambda: cache.synced.is_set())
     server = _Server(
         uvicorn.Config(app, host=options.host, port=options.port, lifespan="off", access_log=False, log_config=None)
@@ -195,7 +215,6 @@ async def serve(options: LiveOptions) -> int:
             options.reload_interval,
         )
         background.append(asyncio.create_task(reloader.run()))
-    elector = LeaderElector(client, config.leader_election, identity) if config.leader_election.leader_elect else None
     log.info(
         "scheduler for %s on %s; health and metrics on http://%s:%d",
         ", ".join(scheduler.built.profiles),
@@ -213,6 +232,8 @@ async def serve(options: LiveOptions) -> int:
                 acquiring.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await acquiring
+        if elector is not None:
+            scheduler.metrics.master_status.labels(election.resource_name).set(1 if elector.leading else 0)
         if not stop.is_set():
             work = [asyncio.create_task(scheduler.run())]
             if elector is not None:
@@ -223,6 +244,7 @@ async def serve(options: LiveOptions) -> int:
                     err = task.exception()
                     if isinstance(err, LeadershipLost):
                         log.error("leader election lost: %s", err)
+                        scheduler.metrics.master_status.labels(election.resource_name).set(0)
                     else:
                         log.error("scheduler failed: %r", err, exc_info=err)
                     code = 1
@@ -234,17 +256,22 @@ async def serve(options: LiveOptions) -> int:
                     await task
         log.info("shutting down: finishing bindings in flight")
         if code == 0:
-            await scheduler.drain()
+            try:
+                async with asyncio.timeout(DRAIN_GRACE):
+                    await scheduler.drain()
+            except TimeoutError:
+                log.warning("shutdown: bindings still in flight after %.0fs: abandoned", DRAIN_GRACE)
             if elector is not None:
                 await elector.release()
-        await backend.aclose()
+        await backend.aclose(REPORT_GRACE)
     finally:
         stopping.cancel()
         server.should_exit = True
         for task in background:
             task.cancel()
-        for task in background:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
+        if background:
+            await asyncio.wait(background, timeout=3.0)
         await client.aclose()
+        if lease_client is not None:
+            await lease_client.aclose()
     return code

@@ -203,9 +203,9 @@ class ControlPlane:
         flags.update(self.apiserver_flags)
         return [str(self.binaries.kube_apiserver), *(f"--{k}={v}" for k, v in flags.items())]
 
-    def _start_apiserver(self) -> None:
+    def _start_apiserver(self, same_port: bool = False) -> None:
         def make() -> tuple[ManagedProcess, Callable[[], bool]]:
-            port = free_port()
+            port = self.port if same_port and self.port is not None else free_port()
             self.port = port
 
             def ready() -> bool:
@@ -220,6 +220,8 @@ class ControlPlane:
             return proc, ready
 
         self._apiserver = start_ready(make, what="kube-apiserver /readyz", timeout=self.start_timeout)
+        if self._client is not None:
+            self._client.close()
         self._client = httpx.Client(base_url=self.url, verify=self._admin_tls, timeout=30.0, trust_env=False)
 
         def default_namespace() -> bool:
@@ -243,6 +245,16 @@ class ControlPlane:
             raise
         self.admin_kubeconfig  # noqa: B018 - written now so the path exists as soon as start() returns
         return self
+
+    def restart_apiserver(self) -> None:
+        """Stop kube-apiserver (SIGTERM) and start it again on the same port and PKI; return when ready.
+
+        Clients see their connections closed, then refused, then the same server again (etcd keeps the data).
+        """
+        if self._apiserver is None:
+            raise RuntimeError("the control plane is not started")
+        self._apiserver.stop()
+        self._start_apiserver(same_port=True)
 
     def stop(self) -> None:
         """Stop schedulers, apiserver, etcd (newest first); remove the working directory unless keeping logs."""

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
-from kubesched.cluster.kubeclient import APIError
+from kubesched.cluster.kubeclient import AnswerLost, APIError, Fenced, TransportError
 from kubesched.scheduler.events import FINISH_TIME, EventRecorder
 
 
@@ -95,3 +96,82 @@ async def test_a_series_whose_event_is_gone_is_created_anew_with_its_count() -> 
     await record(recorder, event())
     assert [m for m, _, _ in server.calls] == ["POST", "PATCH", "POST"]
     assert server.calls[-1][2]["series"]["count"] == 2 and server.calls[-1][2]["reason"] == "FailedScheduling"
+
+
+class FlakyServer(FakeServer):
+    """Fails the first ``failures`` calls with ``error``; records what reached it."""
+
+    def __init__(self, failures: int, error: Exception) -> None:
+        super().__init__()
+        self.failures = failures
+        self.error = error
+        self.tries = 0
+
+    async def __call__(self, method: str, path: str, body: Any, content_type: str) -> bytes:
+        self.tries += 1
+        if self.tries <= self.failures:
+            raise self.error
+        return await super().__call__(method, path, body, content_type)
+
+
+async def test_a_write_that_fails_on_the_network_is_retried_until_it_succeeds() -> None:
+    server = FlakyServer(3, TransportError("connection refused"))
+    recorder = EventRecorder(server, Clock(), retry_sleep=0.01)
+    await record(recorder, event("during an outage"))
+    assert [m for m, _, _ in server.calls] == ["POST"] and server.tries == 4
+    assert recorder.retried == 3 and recorder.dropped == 0 and recorder.pending == 0
+
+
+async def test_retries_stop_after_twelve_tries_as_client_go() -> None:
+    server = FlakyServer(100, TransportError("connection refused"))
+    recorder = EventRecorder(server, Clock(), retry_sleep=0.001)
+    await record(recorder, event())
+    assert server.tries == 12 and server.calls == [] and recorder.dropped == 1
+
+
+async def test_an_answer_of_the_server_is_not_retried() -> None:
+    server = FlakyServer(1, APIError(422, "invalid"))
+    recorder = EventRecorder(server, Clock(), retry_sleep=0.001)
+    await record(recorder, event())
+    assert server.tries == 1 and recorder.retried == 0
+
+
+async def test_a_create_whose_answer_was_lost_and_then_exists_counts_as_written() -> None:
+    class LostThenExists(FakeServer):
+        tries = 0
+
+        async def __call__(self, method: str, path: str, body: Any, content_type: str) -> bytes:
+            self.tries += 1
+            if self.tries == 1:
+                raise AnswerLost("POST: no answer within 15s")
+            raise APIError(409, "already exists", "AlreadyExists")
+
+    server = LostThenExists()
+    recorder = EventRecorder(server, Clock(), retry_sleep=0.001)
+    await record(recorder, event())
+    assert server.tries == 2 and recorder.dropped == 0
+
+
+async def test_a_fenced_write_is_not_retried() -> None:
+    server = FlakyServer(100, Fenced("not sent (fenced)"))
+    recorder = EventRecorder(server, Clock(), retry_sleep=0.001)
+    await record(recorder, event())
+    assert server.tries == 1
+
+
+async def test_at_most_max_pending_writes_wait_then_events_are_dropped() -> None:
+    gate = asyncio.Event()
+
+    async def slow(method: str, path: str, body: Any, content_type: str) -> bytes:
+        await gate.wait()
+        return b"{}"
+
+    recorder = EventRecorder(slow, Clock(), max_pending=2)
+    writes = [recorder.record(event(uid=f"u{i}")) for i in range(2)]
+    tasks = [asyncio.ensure_future(w) for w in writes if w is not None]
+    await asyncio.sleep(0)
+    assert recorder.pending == 2
+    assert recorder.record(event(uid="u9")) is None and recorder.dropped == 1
+    gate.set()
+    await asyncio.gather(*tasks)
+    assert recorder.pending == 0

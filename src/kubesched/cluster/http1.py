@@ -1,0 +1,234 @@
+"""The API client's transport: a small pool of persistent HTTP/1.1 connections with timeouts.
+
+Why not httpx for requests: with hundreds of bindings in flight, httpx/httpcore spent milliseconds per
+request in pool bookkeeping (checking every connection's socket for each request) — more than the
+scheduling itself. Requests are small JSON to one server, so a pool of plain asyncio streams does.
+
+What it guarantees, so that a silent or broken network never stops the caller for good:
+
+* connecting (TCP + TLS) is bounded by ``connect_timeout``; a whole exchange by a per-request timeout;
+* a kept connection is checked before reuse: one the server closed (reader at EOF, or bytes nobody asked
+  for) or idle for longer than ``idle_timeout`` is dropped, never written to;
+* a request is never sent twice once any byte of it may have left: if the answer is lost (timeout,
+  reset, EOF, garbage) ``AnswerLost`` says the outcome is unknown. Only a GET is retried, once, on a
+  fresh connection, when a reused connection turned out dead;
+* ``gate``: a request is written only if the gate still allows it at the moment of writing (leader
+  election fences bindings with it);
+* ``aclose()`` is bounded: connections are aborted, not drained.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import ssl
+import time
+from collections.abc import Callable
+from urllib.parse import urlsplit
+
+
+class TransportError(OSError):
+    """The API server could not be reached or did not answer; nothing is known to have been applied."""
+
+
+class AnswerLost(TransportError):
+    """The request was sent (maybe in part) and its answer was lost: the server may have applied it."""
+
+
+class Fenced(TransportError):
+    """The request was not sent: its gate closed (e.g. the leader lease may be lost)."""
+
+
+_RETRYABLE = (OSError, asyncio.IncompleteReadError, asyncio.LimitOverrunError, ValueError, TimeoutError)
+
+
+class _Conn:
+    __slots__ = ("closed", "idle_since", "reader", "writer")
+
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.reader = reader
+        self.writer = writer
+        self.closed = False
+        self.idle_since = 0.0
+
+    def close(self) -> None:
+        if not self.closed:
+            self.closed = True
+            self.writer.transport.abort()  # no FIN handshake, no TLS close_notify: never waits on a peer
+
+    def healthy(self, now: float, idle_timeout: float) -> bool:
+        """Usable for another request: open, no EOF or unread bytes from the server, not idle too long."""
+        if self.closed or self.writer.transport.is_closing():
+            return False
+        if self.reader.at_eof() or len(getattr(self.reader, "_buffer", b"")) or self.reader.exception():
+            return False
+        return now - self.idle_since <= idle_timeout
+
+    async def roundtrip(self, request: bytes) -> tuple[int, bytes]:
+        self.writer.write(request)
+        await self.writer.drain()
+        status_line = await self.reader.readline()
+        if not status_line:
+            raise ConnectionResetError("connection closed before the response")
+        parts = status_line.split(None, 2)
+        if len(parts) < 2 or not parts[0].startswith(b"HTTP/1."):
+            raise ValueError(f"not an HTTP response: {status_line[:80]!r}")
+        status = int(parts[1])
+        length: int | None = None
+        chunked = close = False
+        while True:
+            line = await self.reader.readline()
+            if line in (b"\r\n", b"\n", b""):
+                break
+            name, _, value = line.partition(b":")
+            key = name.strip().lower()
+            if key == b"content-length":
+                length = int(value.strip())
+            elif key == b"transfer-encoding" and b"chunked" in value.lower():
+                chunked = True
+            elif key == b"connection" and b"close" in value.lower():
+                close = True
+        if chunked:
+            chunks = []
+            while True:
+                size = int((await self.reader.readline()).split(b";")[0].strip(), 16)
+                if size == 0:
+                    while (await self.reader.readline()) not in (b"\r\n", b"\n", b""):
+                        pass
+                    break
+                chunks.append(await self.reader.readexactly(size))
+                await self.reader.readexactly(2)
+            body = b"".join(chunks)
+        elif length is not None:
+            body = await self.reader.readexactly(length)
+        else:
+            body = await self.reader.read()
+            close = True
+        if close:
+            self.close()
+        return status, body
+
+
+class Pool:
+    """Up to ``size`` persistent connections to one server (https or http)."""
+
+    def __init__(
+        self,
+        server: str,
+        ssl_context: ssl.SSLContext | bool,
+        headers: dict[str, str],
+        size: int = 16,
+        *,
+        connect_timeout: float = 5.0,
+        timeout: float = 15.0,
+        idle_timeout: float = 15.0,
+    ) -> None:
+        url = urlsplit(server)
+        self.host = url.hostname or "localhost"
+        self.port = url.port or (443 if url.scheme == "https" else 80)
+        self.base = url.path.rstrip("/")
+        if url.scheme != "https":
+            self.ssl: ssl.SSLContext | None = None
+        elif isinstance(ssl_context, ssl.SSLContext):
+            self.ssl = ssl_context
+        else:
+            self.ssl = ssl.create_default_context()
+            if not ssl_context:
+                self.ssl.check_hostname = False
+                self.ssl.verify_mode = ssl.CERT_NONE
+        self.connect_timeout = connect_timeout
+        self.timeout = timeout
+        self.idle_timeout = idle_timeout
+        netloc = f"[{self.host}]" if ":" in self.host else self.host
+        fixed = {"Host": f"{netloc}:{self.port}", **headers}
+        self._head = "".join(f"{k}: {v}\r\n" for k, v in fixed.items()).encode()
+        self._idle: list[_Conn] = []
+        self._busy: set[_Conn] = set()
+        self._slots = asyncio.Semaphore(size)
+        self.opened = 0  # connections opened so far (tests and benchmarks read it)
+
+    async def _open(self) -> _Conn:
+        try:
+            async with asyncio.timeout(self.connect_timeout):
+                reader, writer = await asyncio.open_connection(
+                    self.host, self.port, ssl=self.ssl, server_hostname=self.host if self.ssl else None
+                )
+        except TimeoutError:
+            raise TransportError(
+                f"connecting to {self.host}:{self.port}: no answer in {self.connect_timeout}s"
+            ) from None
+        except (OSError, ssl.SSLError) as err:
+            raise TransportError(f"connecting to {self.host}:{self.port}: {type(err).__name__}: {err}") from None
+        self.opened += 1
+        return _Conn(reader, writer)
+
+    def _take_idle(self) -> _Conn | None:
+        now = time.monotonic()
+        while self._idle:
+            conn = self._idle.pop()
+            if conn.healthy(now, self.idle_timeout):
+                return conn
+            conn.close()
+        return None
+
+    async def request(
+        self,
+        method: str,
+        path: str,
+        body: bytes | None = None,
+        content_type: str = "application/json",
+        *,
+        time_limit: float | None = None,
+        gate: Callable[[], bool] | None = None,
+    ) -> tuple[int, bytes]:
+        """(status, body). Raises TransportError (nothing sent), AnswerLost (sent, no answer) or Fenced."""
+        head = f"{method} {self.base}{path} HTTP/1.1\r\n".encode() + self._head
+        if body is not None:
+            head += f"Content-Type: {content_type}\r\nContent-Length: {len(body)}\r\n".encode()
+        request = head + b"\r\n" + (body or b"")
+        limit = self.timeout if time_limit is None else time_limit
+        async with self._slots:
+            conn = self._take_idle()
+            reused = conn is not None
+            for attempt in range(2):
+                if conn is None:
+                    conn = await self._open()
+                if gate is not None and not gate():
+                    self._release(conn)
+                    raise Fenced(f"{method} {path}: not sent (fenced)")
+                current = conn
+                self._busy.add(current)
+                try:
+                    async with asyncio.timeout(limit):
+                        result = await current.roundtrip(request)
+                except _RETRYABLE as err:
+                    current.close()
+                    timed_out = isinstance(err, TimeoutError)
+                    if method == "GET" and reused and attempt == 0 and not timed_out:
+                        # A kept connection that died after the check (closed by the server meanwhile):
+                        # a GET changes nothing, so it may go again on a fresh connection.
+                        conn, reused = None, False
+                        continue
+                    what = f"no answer within {limit}s" if timed_out else f"{type(err).__name__}: {err}"
+                    raise AnswerLost(f"{method} {path}: {what}") from None
+                except BaseException:
+                    current.close()  # cancelled mid-exchange: the connection's state is unknown
+                    raise
+                finally:
+                    self._busy.discard(current)
+                self._release(current)
+                return result
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _release(self, conn: _Conn) -> None:
+        if not conn.closed:
+            conn.idle_since = time.monotonic()
+            self._idle.append(conn)
+
+    async def aclose(self) -> None:
+        """Abort every connection (idle and busy): bounded, whatever the network does."""
+        for conn in [*self._idle, *self._busy]:
+            with contextlib.suppress(Exception):
+                conn.close()
+        self._idle.clear()
+        self._busy.clear()
