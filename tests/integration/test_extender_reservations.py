@@ -88,7 +88,9 @@ def test_a_burst_binds_exactly_what_the_node_holds(
                 notes = _failed_scheduling(cp, ns, name)
                 assert any("Insufficient " + RES in n for n in notes), (name, notes)
             assert ext.metric("kubesched_extender_reservations_held") <= 2
-            assert ext.metric("kubesched_extender_bind_refused_total") >= 1
+            # Whether the 4 were refused by bind (their filter ran before a reservation) or by filter
+            # (after one) depends on kube-scheduler's timing; either way both binds were reserved first.
+            assert ext.metric("kubesched_extender_reservations_total") == 2
 
             # A bound pod goes: exactly one more gets its unit.
             cp.api("DELETE", f"/api/v1/namespaces/{ns}/pods/{bound[0]}", params={"gracePeriodSeconds": "0"})
