@@ -23,8 +23,8 @@ from kubesched.config.extender import (
     TLSConfig,
 )
 from kubesched.config.parse import load_text, read_document
-from kubesched.config.render import Format, dump, render_config, render_legacy_policy
-from kubesched.config.validation import collect_warnings, unreserved_message, unreserved_resources, validate
+from kubesched.config.render import Format, dump, render_config, render_legacy_policy, unreserved_note
+from kubesched.config.validation import collect_warnings, validate
 
 
 class _ManagedResourceLike(Protocol):
@@ -151,11 +151,9 @@ def _run_extender(args: argparse.Namespace) -> int:
     fmt: Format = args.format or ("json" if args.legacy_policy else "yaml")
     doc = render_legacy_policy(model.extenders) if isinstance(model, LegacyPolicy) else render_config(model)
     text = dump(doc, fmt)
-    unreserved = unreserved_resources(extender)
-    if unreserved and fmt == "yaml":
+    if fmt == "yaml":
         # Said in the file too, where whoever deploys it will read it (JSON has no comments: stderr only).
-        note = "WARNING: no bindVerb, so managed resources cannot be reserved: extenders[0].bindVerb "
-        text = "".join(f"# {line}\n" for line in _wrap(note + unreserved_message(unreserved))) + text
+        text = unreserved_note(model.extenders) + text
     if args.output:
         try:
             Path(args.output).write_text(text, encoding="utf-8")
@@ -164,17 +162,6 @@ def _run_extender(args: argparse.Namespace) -> int:
     else:
         sys.stdout.write(text)
     return 0
-
-
-def _wrap(text: str, width: int = 100) -> list[str]:
-    lines, line = [], ""
-    for word in text.split():
-        if line and len(line) + 1 + len(word) > width:
-            lines.append(line)
-            line = word
-        else:
-            line = f"{line} {word}" if line else word
-    return [*lines, line]
 
 
 def _run_validate(file: str) -> int:
