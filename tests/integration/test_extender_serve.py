@@ -125,6 +125,9 @@ def test_https_with_client_certificates(tmp_path: Path) -> None:
         (["--tls-cert", "x.pem"], "--tls-cert and --tls-key go together"),
         ([], "give a cluster source"),
         (["--kubeconfig", "/does/not/exist"], "cannot read"),
+        (["--nodes", "x.yaml", "--reservation-ttl", "0"], "--reservation-ttl: must be a positive number"),
+        (["--nodes", "x.yaml", "--reservation-ttl", "nan"], "--reservation-ttl: must be a positive number"),
+        (["--nodes", "x.yaml", "--reservation-ttl", "soon"], "--reservation-ttl: invalid float value"),
     ],
 )
 def test_bad_command_lines(args: list[str], says: str) -> None:

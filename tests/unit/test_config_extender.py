@@ -405,11 +405,28 @@ def test_warnings_for_missing_ca_and_resources_still_checked_by_the_scheduler() 
     )
     assert validate(config) == []
     found = [str(w) for w in collect_warnings(config)]
-    assert len(found) == 2
+    assert len(found) == 3
     assert found[0].startswith("extenders[0].tlsConfig: enableHTTPS without caFile or caData")
     assert "sets insecure" in found[0]
-    assert found[1].startswith("extenders[0].managedResources[0].ignoredByScheduler: is false")
-    assert "NodeResourcesFit still checks node capacity for 'example.com/a'" in found[1]
+    assert found[1].startswith("extenders[0].bindVerb: is empty while 'example.com/b' is ignoredByScheduler")
+    assert found[2].startswith("extenders[0].managedResources[0].ignoredByScheduler: is false")
+    assert "NodeResourcesFit still checks node capacity for 'example.com/a'" in found[2]
+
+
+def test_an_ignored_resource_without_bind_verb_is_a_warning_not_an_error() -> None:
+    ignored = (ManagedResource("example.com/a", True), ManagedResource("example.com/b", True))
+    unbound = SchedulerConfig(extenders=(ext(managed_resources=ignored),))
+    assert validate(unbound) == []
+    found = [str(w) for w in collect_warnings(unbound)]
+    assert found == [
+        "extenders[0].bindVerb: is empty while 'example.com/a', 'example.com/b' are ignoredByScheduler:"
+        " kube-scheduler does not count it and, without a bind verb, the extender cannot know the chosen node to"
+        " reserve it, so pods created in a burst can over-commit it; set bindVerb (kubesched extender serve"
+        " answers 'bind')"
+    ]
+    binding = SchedulerConfig(extenders=(ext(managed_resources=ignored, bind_verb="bind"),))
+    counted = SchedulerConfig(extenders=(ext(managed_resources=(ManagedResource("example.com/a"),)),))
+    assert not [w for w in collect_warnings(binding) + collect_warnings(counted) if "bindVerb" in w.path]
 
 
 def test_extender_helpers() -> None:
@@ -523,8 +540,15 @@ def test_cli_policy_supplies_managed_resources(
     fake.load = load  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "kubesched.policies", fake)
     assert cli(["config", "extender", "--url-prefix", URL, "--policy", "gpu"]) == 0
-    doc = yaml.safe_load(capsys.readouterr().out)
+    out = capsys.readouterr()
+    doc = yaml.safe_load(out.out)
     assert doc["extenders"][0]["managedResources"] == [{"name": "example.com/gpu", "ignoredByScheduler": True}]
+    # No bind verb: the file and stderr say the resource cannot be reserved.
+    assert out.out.startswith("# WARNING: no bindVerb, so managed resources cannot be reserved")
+    assert "kubesched: warning: extenders[0].bindVerb: is empty while 'example.com/gpu'" in out.err
+    assert cli(["config", "extender", "--url-prefix", URL, "--policy", "gpu", "--bind-verb", "bind"]) == 0
+    out = capsys.readouterr()
+    assert not out.out.startswith("#") and "bindVerb" not in out.err
     assert cli(["config", "extender", "--url-prefix", URL, "--policy", "nope"]) == 2
     assert "kubesched: error: --policy nope: unknown policy 'nope'" in capsys.readouterr().err
 
@@ -559,3 +583,21 @@ def test_cli_validate_accepts_a_legacy_policy(
     path.write_text(json.dumps(render_legacy_policy([ext()])))
     assert cli(["config", "validate", str(path)]) == 0
     assert capsys.readouterr().out == "ok\n"
+
+
+def test_cli_validate_warns_but_accepts_an_unreserved_resource(
+    cli: Callable[[Sequence[str]], int], capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    argv = ["config", "extender", "--url-prefix", URL, "--managed-resource", "example.com/gpu=ignored"]
+    assert cli(argv) == 0
+    generated = capsys.readouterr().out
+    assert generated.startswith("# WARNING: no bindVerb")
+    written = tmp_path / "config.yaml"
+    written.write_text(generated)
+    assert cli(["config", "validate", str(written)]) == 0
+    out = capsys.readouterr()
+    assert out.out == "ok\n"
+    assert "warning: extenders[0].bindVerb: is empty while 'example.com/gpu' is ignoredByScheduler" in out.err
+    assert cli([*argv, "--format", "json"]) == 0  # JSON has no comments: the warning goes to stderr only
+    out = capsys.readouterr()
+    assert out.out.startswith("{") and "extenders[0].bindVerb" in out.err

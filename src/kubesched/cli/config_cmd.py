@@ -23,7 +23,7 @@ from kubesched.config.extender import (
     TLSConfig,
 )
 from kubesched.config.parse import load_text, read_document
-from kubesched.config.render import Format, dump, render_config, render_legacy_policy
+from kubesched.config.render import Format, dump, render_config, render_legacy_policy, unreserved_note
 from kubesched.config.validation import collect_warnings, validate
 
 
@@ -151,6 +151,9 @@ def _run_extender(args: argparse.Namespace) -> int:
     fmt: Format = args.format or ("json" if args.legacy_policy else "yaml")
     doc = render_legacy_policy(model.extenders) if isinstance(model, LegacyPolicy) else render_config(model)
     text = dump(doc, fmt)
+    if fmt == "yaml":
+        # Said in the file too, where whoever deploys it will read it (JSON has no comments: stderr only).
+        text = unreserved_note(model.extenders) + text
     if args.output:
         try:
             Path(args.output).write_text(text, encoding="utf-8")

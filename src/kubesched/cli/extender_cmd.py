@@ -14,6 +14,7 @@ from kubesched.cli.serving import parse_listen, wait_for_stop_signal
 from kubesched.cluster.cache import ClusterCache
 from kubesched.cluster.files import ClusterFileError, load_into
 from kubesched.cluster.kubeclient import KubeClient, KubeConfigError, connect
+from kubesched.cluster.ledger import DEFAULT_TTL, Ledger
 from kubesched.cluster.source import KubeSource
 from kubesched.extender.app import DEFAULT_MAX_BODY, Dispatcher
 from kubesched.extender.http import ExtenderServer, server_ssl_context
@@ -40,6 +41,14 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         default="auto",
         help="watch pods to account usage (auto: when the policy manages resources)",
     )
+    serve.add_argument(
+        "--reservation-ttl",
+        type=float,
+        default=DEFAULT_TTL,
+        metavar="SECONDS",
+        help="how long a pod bound by this extender is counted on its node without the watch reporting it"
+        " (default: %(default)g)",
+    )
     serve.add_argument("--listen", default="127.0.0.1:8888", help="HOST:PORT (default 127.0.0.1:8888)")
     serve.add_argument("--prefix", default="", help="URL path prefix of the verbs, e.g. /scheduler")
     serve.add_argument("--tls-cert", type=Path, help="serve HTTPS with this certificate (PEM)")
@@ -63,6 +72,8 @@ def run_serve(args: argparse.Namespace) -> int:
             raise CLIError(f"{flag}: no such file {path}")
     if args.max_body_bytes <= 0:
         raise CLIError("--max-body-bytes: must be positive")
+    if not args.reservation_ttl > 0 or args.reservation_ttl == float("inf"):
+        raise CLIError(f"--reservation-ttl: must be a positive number of seconds (got {args.reservation_ttl:g})")
     sources = sum(bool(x) for x in (args.nodes, args.in_cluster)) + (bool(args.kubeconfig) and not args.nodes)
     if sources == 0:
         raise CLIError("give a cluster source: --nodes FILE, --kubeconfig PATH or --in-cluster")
@@ -98,7 +109,8 @@ def run_serve(args: argparse.Namespace) -> int:
 
     async def main() -> None:
         client = KubeClient(conn) if conn else None
-        service = ExtenderService(policy, framework, cache, client)
+        ledger = Ledger(cache, ttl=args.reservation_ttl)
+        service = ExtenderService(policy, framework, cache, client, ledger)
         dispatcher = Dispatcher(service, prefix=args.prefix, max_body=args.max_body_bytes)
         server = ExtenderServer(dispatcher, host, port, tls)
         tasks = []

@@ -20,6 +20,7 @@ from kubesched.config.extender import (
     SchedulerConfig,
     TLSConfig,
 )
+from kubesched.config.validation import unreserved_message, unreserved_resources
 from kubesched.config.yamlout import dump_yaml
 
 Format = Literal["yaml", "json"]
@@ -118,3 +119,25 @@ def _put(out: dict[str, object], key: str, value: str | int | bool) -> None:
     # Go's omitempty: "", 0 and false are left out.
     if value:
         out[key] = value
+
+
+def unreserved_note(extenders: Sequence[Extender]) -> str:
+    """YAML comment lines saying which managed resources nobody can reserve ("" when none)."""
+    lines: list[str] = []
+    for i, ext in enumerate(extenders):
+        names = unreserved_resources(ext)
+        if names:
+            text = f"WARNING: no bindVerb, so managed resources cannot be reserved: extenders[{i}].bindVerb "
+            lines += _wrap(text + unreserved_message(names))
+    return "".join(f"# {line}\n" for line in lines)
+
+
+def _wrap(text: str, width: int = 100) -> list[str]:
+    lines, line = [], ""
+    for word in text.split():
+        if line and len(line) + 1 + len(word) > width:
+            lines.append(line)
+            line = word
+        else:
+            line = f"{line} {word}" if line else word
+    return [*lines, line]

@@ -236,6 +236,9 @@ def collect_warnings(model: SchedulerConfig | LegacyPolicy) -> list[FieldError]:
                     " and verifies the server against the system CA pool only",
                 )
             )
+        unreserved = unreserved_resources(ext)
+        if unreserved:
+            out.append(FieldError(child(at, "bindVerb"), unreserved_message(unreserved)))
         for j, resource in enumerate(ext.managed_resources):
             # An invalid name is already an error; a warning about it would only add noise.
             if not resource.ignored_by_scheduler and not extended_resource_name_errors(resource.name):
@@ -248,3 +251,23 @@ def collect_warnings(model: SchedulerConfig | LegacyPolicy) -> list[FieldError]:
                     )
                 )
     return out
+
+
+def unreserved_resources(ext: Extender) -> list[str]:
+    """Managed resources nobody reserves: kube-scheduler ignores them and the extender does not bind.
+
+    kube-scheduler binds in the background and the extender never learns which node was chosen, so
+    until the watch reports each binding, a burst of pods can be admitted past the node's capacity.
+    """
+    if ext.bind_verb:
+        return []
+    return [r.name for r in ext.managed_resources if r.ignored_by_scheduler]
+
+
+def unreserved_message(names: Sequence[str]) -> str:
+    listed = ", ".join(repr(n) for n in names)
+    return (
+        f"is empty while {listed} {'is' if len(names) == 1 else 'are'} ignoredByScheduler: kube-scheduler does not"
+        " count it and, without a bind verb, the extender cannot know the chosen node to reserve it, so pods"
+        " created in a burst can over-commit it; set bindVerb (kubesched extender serve answers 'bind')"
+    )

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from kubesched.config.duration import Duration
 from kubesched.config.extender import Extender, LeaderElection, Profile, SchedulerConfig
-from kubesched.config.render import dump, render_config
+from kubesched.config.render import dump, render_config, unreserved_note
 from kubesched.config.validation import validate
 from kubesched.deploy import k8s
 from kubesched.deploy.k8s import Obj
@@ -49,7 +49,8 @@ def objects(plan: Plan, ext: ExtenderPlan) -> list[Obj]:
     errors = validate(config)
     if errors:
         raise DeployError([("extender", f"scheduler config {e}") for e in errors])
-    return _extender(plan, ext) + _kube_scheduler(plan, ext, dump(render_config(config)))
+    text = unreserved_note(config.extenders) + dump(render_config(config))
+    return _extender(plan, ext) + _kube_scheduler(plan, ext, text)
 
 
 def _extender(plan: Plan, ext: ExtenderPlan) -> list[Obj]:
@@ -57,6 +58,8 @@ def _extender(plan: Plan, ext: ExtenderPlan) -> list[Obj]:
     rules = [k8s.rule("", ["nodes"], ["get", "list", "watch"])]
     if ext.watch_pods:
         rules.append(k8s.rule("", ["pods"], ["get", "list", "watch"]))
+    elif ext.bind:
+        rules.append(k8s.rule("", ["pods"], ["get"]))  # bind reads a pod no filter request showed it
     if ext.bind:
         rules.append(k8s.rule("", ["pods/binding"], ["create"]))
     cluster_name = k8s.global_name(EXTENDER, ns)

@@ -46,6 +46,7 @@ class Dispatcher:
         self.prefix = "/" + prefix.strip("/") if prefix.strip("/") else ""
         self.max_body = max_body
         self.metrics = metrics or ExtenderMetrics()
+        self.metrics.watch_ledger(service.ledger, [r.name for r in service.policy.managed_resources])
         self._verbs = {f"{self.prefix}/{v}": v for v in VERBS}
         self._sync: dict[str, Callable[[bytes], bytes]] = {
             "filter": service.filter,

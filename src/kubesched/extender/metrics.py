@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
+
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+from kubesched.cluster.ledger import Ledger
 
 _BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0)
 
@@ -26,6 +32,59 @@ class ExtenderMetrics:
         self.nodes = Gauge(
             "kubesched_extender_cached_nodes", "Nodes in the extender's node cache.", registry=self.registry
         )
+        self._ledger: LedgerCollector | None = None
+
+    def watch_ledger(self, ledger: Ledger, resources: Sequence[str]) -> None:
+        """Report the ledger's reservations and each node's allocation of ``resources`` (read at scrape time)."""
+        if self._ledger is None:
+            self._ledger = LedgerCollector(ledger, tuple(resources))
+            self.registry.register(self._ledger)
 
     def render(self) -> bytes:
         return generate_latest(self.registry)
+
+
+class LedgerCollector(Collector):
+    """Reads the ledger and the node table when scraped: nothing is paid per request."""
+
+    def __init__(self, ledger: Ledger, resources: tuple[str, ...]) -> None:
+        self.ledger = ledger
+        self.resources = resources
+
+    def collect(self) -> Iterator[Metric]:
+        led = self.ledger
+        if led.entries:
+            led.expire()
+        yield GaugeMetricFamily(
+            "kubesched_extender_reservations_held",
+            "Pods the extender bound (or is binding) that the watch has not reported yet.",
+            value=led.held,
+        )
+        for name, value, text in (
+            ("reservations", led.reserved, "Pods reserved on a node by bind."),
+            ("reservations_released", led.released, "Reservations released because the binding failed."),
+            ("reservations_expired", led.expired, "Reservations dropped after the TTL without a watch report."),
+            ("bind_refused", led.refused, "Binds answered Error because the pod no longer fit the node."),
+        ):
+            yield CounterMetricFamily(f"kubesched_extender_{name}", text, value=value)
+        if not self.resources:
+            return
+        table = led.cache.table
+        alloc = GaugeMetricFamily(
+            "kubesched_extender_managed_resource_allocated",
+            "Managed resource requested by the pods counted on each node, reservations included.",
+            labels=["node", "resource"],
+        )
+        cap = GaugeMetricFamily(
+            "kubesched_extender_managed_resource_allocatable",
+            "Managed resource a node offers (status.allocatable).",
+            labels=["node", "resource"],
+        )
+        names = table.names
+        for resource in self.resources:
+            used, total = table.requested(resource).tolist(), table.allocatable(resource).tolist()
+            for row, _node in table.live_nodes():
+                alloc.add_metric([names[row], resource], used[row])
+                cap.add_metric([names[row], resource], total[row])
+        yield alloc
+        yield cap

@@ -2,7 +2,9 @@
 
 filter and prioritize resolve the candidate nodes (names through the node cache, or full nodes
 decoded from the request), run the policy's plugins over all of them at once, and encode the
-reply kube-scheduler expects. bind posts a Binding; preempt lets the policy veto or trim victims.
+reply kube-scheduler expects. bind re-checks the policy on the chosen node with the ledger's
+reservations counted, reserves the pod there, then posts a Binding; preempt lets the policy veto or
+trim victims.
 """
 
 from __future__ import annotations
@@ -16,9 +18,11 @@ import numpy as np
 import numpy.typing as npt
 
 from kubesched.api import extender as wire
+from kubesched.api.core import Pod
 from kubesched.api.slim import node_type
 from kubesched.cluster.cache import ClusterCache
-from kubesched.cluster.kubeclient import APIError, KubeClient
+from kubesched.cluster.kubeclient import AnswerLost, APIError, KubeClient
+from kubesched.cluster.ledger import Ledger
 from kubesched.core.nodetable import NodeTable, Rows, table_of
 from kubesched.core.podinfo import PodInfo, compile_pod
 from kubesched.core.quantity import QuantityError
@@ -37,6 +41,10 @@ _encoder = msgspec.json.Encoder()
 _EMPTY_META: dict[str, str] = {}
 
 
+def _bind_result(error: str) -> bytes:
+    return _encoder.encode(wire.ExtenderBindingResult(error))
+
+
 class BadRequest(ValueError):
     """The request cannot be served as sent (answered with HTTP 400 and this message)."""
 
@@ -53,12 +61,21 @@ class ExtenderService:
     """One policy served over kube-scheduler's extender protocol."""
 
     def __init__(
-        self, policy: Policy, framework: Framework, cache: ClusterCache, client: KubeClient | None = None
+        self,
+        policy: Policy,
+        framework: Framework,
+        cache: ClusterCache,
+        client: KubeClient | None = None,
+        ledger: Ledger | None = None,
     ) -> None:
         self.policy = policy
         self.framework = framework
         self.cache = cache
         self.client = client
+        self.ledger = ledger if ledger is not None else Ledger(cache)
+        # Only an extender that can bind needs the pods of filter requests again (bind names them only).
+        self._remember = client is not None
+        self._pod_decoder = msgspec.json.Decoder(Pod)
         self.rng = random.Random()
         # Not a PodCompiler: keying each request's pod by its encoded spec costs more than the compiling
         # it saves (measured side by side with the Go extender).
@@ -167,8 +184,21 @@ class ExtenderService:
         except QuantityError as err:
             raise BadRequest(f"invalid ExtenderArgs: Pod: {err}") from None
 
+    def _seen(self, pod: PodInfo) -> None:
+        """Ledger upkeep for a pod kube-scheduler asks about: an empty ledger costs one test."""
+        ledger = self.ledger
+        if ledger.entries:
+            ledger.expire()
+            if pod.uid in ledger.entries:
+                # kube-scheduler schedules the pod again, so it took our last bind of it as failed:
+                # its reservation must not count against it (the watch counts it if it was bound).
+                ledger.release(pod.uid)
+        if self._remember:
+            ledger.remember(pod)
+
     def _filter(self, body: bytes) -> bytes:
         args, pod = self._decode_args(body)
+        self._seen(pod)
         cand = self._candidates(args)
         try:
             outcome = self.framework.find_feasible(CycleState(), pod, NodeBatch(cand.table, cand.rows))
@@ -202,6 +232,7 @@ class ExtenderService:
 
     def _prioritize(self, body: bytes) -> bytes:
         args, pod = self._decode_args(body)
+        self._seen(pod)
         cand = self._candidates(args)
         nodes = NodeBatch(cand.table, cand.rows)
         try:
@@ -225,27 +256,106 @@ class ExtenderService:
             raise BadRequest(f"invalid ExtenderBindingArgs: {', '.join(missing)} missing or empty")
         if self.client is None:
             error = "this extender has no cluster connection (start it with --kubeconfig or in a cluster) to bind"
-            return _encoder.encode(wire.ExtenderBindingResult(error))
-        binding: dict[str, object] = {
+            return _bind_result(error)
+        key = f"{args.PodNamespace}/{args.PodName}"
+        info = self.ledger.recall(args.PodUID) if args.PodUID else None
+        if info is None:
+            found = await self._fetch_pod(args)
+            if isinstance(found, str):
+                return _bind_result(found)
+            info = found
+        # From here to the reservation: no await, so no other request can take the same capacity.
+        reason = self.ledger.reserve(info, args.Node, lambda row: self._refusal(info, row))
+        if reason is not None:
+            log.info("bind %s to %s refused: %s", key, args.Node, reason)
+            return _bind_result(f"pod {key} no longer fits node {args.Node}: {reason}")
+        outcome = await self._post_binding(args, info.uid or args.PodUID)
+        if outcome is None:
+            self.ledger.finish(info.uid)
+            log.info("bound %s to %s", key, args.Node)
+            return _bind_result("")
+        return _bind_result(outcome)
+
+    def _refusal(self, pod: PodInfo, row: int) -> str | None:
+        """Why the policy would not take ``pod`` on the node at ``row`` now (None: it fits)."""
+        try:
+            outcome = self.framework.find_feasible(CycleState(), pod, NodeBatch(self.cache.table, np.array([row])))
+        except FrameworkError as err:
+            return str(err)
+        if len(outcome.feasible):
+            return None
+        diagnosis = outcome.diagnosis
+        if diagnosis.pre_filter is not None:
+            return diagnosis.pre_filter.message
+        return ", ".join(diagnosis.reason_counts()) or "rejected by the policy"
+
+    async def _fetch_pod(self, args: wire.ExtenderBindingArgs) -> PodInfo | str:
+        """The pod to bind when no filter request showed it (no filterVerb, or forgotten): ask the API server."""
+        assert self.client is not None
+        key = f"{args.PodNamespace}/{args.PodName}"
+        try:
+            raw = await self.client.request("GET", f"/api/v1/namespaces/{args.PodNamespace}/pods/{args.PodName}")
+            pod = self._compile(self._pod_decoder.decode(raw))
+        except APIError as err:
+            return f"binding pod {key} failed: cannot read the pod: {err}"
+        except OSError as err:
+            return f"binding pod {key} failed: API server unreachable: {err or type(err).__name__}"
+        except (msgspec.DecodeError, ValueError) as err:
+            return f"binding pod {key} failed: cannot read the pod: {err}"
+        if args.PodUID and pod.uid != args.PodUID:
+            return f"binding pod {key} failed: the pod was replaced (UID {pod.uid}, not {args.PodUID})"
+        return pod
+
+    async def _post_binding(self, args: wire.ExtenderBindingArgs, uid: str) -> str | None:
+        """POST the Binding; None when it was applied, else the error for kube-scheduler.
+
+        The reservation is released when the binding certainly did not happen; when the answer was lost
+        it is kept (with its TTL) unless reading the pod back tells which way it went.
+        """
+        assert self.client is not None
+        key = f"{args.PodNamespace}/{args.PodName}"
+        meta: dict[str, str] = {"name": args.PodName, "namespace": args.PodNamespace}
+        if uid:
+            meta["uid"] = uid
+        binding = {
             "apiVersion": "v1",
             "kind": "Binding",
-            "metadata": {"name": args.PodName, "namespace": args.PodNamespace},
+            "metadata": meta,
             "target": {"apiVersion": "v1", "kind": "Node", "name": args.Node},
         }
-        if args.PodUID:
-            binding["metadata"] = {"name": args.PodName, "namespace": args.PodNamespace, "uid": args.PodUID}
         path = f"/api/v1/namespaces/{args.PodNamespace}/pods/{args.PodName}/binding"
         try:
             await self.client.request("POST", path, binding)
+            return None
+        except APIError as err:  # the API server answered: the binding did not happen
+            self.ledger.release(uid)
+            msg = f"binding pod {key} to node {args.Node} failed: {err}"
+        except AnswerLost as err:  # sent, answer lost: it may have been applied
+            where = await self._node_of(args)
+            if where == args.Node:
+                log.info("bound %s to %s (the answer was lost; read back)", key, args.Node)
+                return None
+            if where is None:
+                self.ledger.finish(uid)  # unknown: keep counting it until the watch says or the TTL ends
+            else:
+                self.ledger.release(uid)
+            msg = f"binding pod {key} to node {args.Node}: the answer was lost ({err or type(err).__name__})"
+        except OSError as err:  # TransportError: never sent
+            self.ledger.release(uid)
+            msg = f"binding pod {key} failed: API server unreachable: {err or type(err).__name__}"
+        log.warning("%s", msg)
+        return msg
+
+    async def _node_of(self, args: wire.ExtenderBindingArgs) -> str | None:
+        """The pod's node as the API server has it now ("" unbound or gone), None if it cannot be read."""
+        assert self.client is not None
+        try:
+            raw = await self.client.request("GET", f"/api/v1/namespaces/{args.PodNamespace}/pods/{args.PodName}")
+            return self._pod_decoder.decode(raw).spec.node_name or ""
         except APIError as err:
-            msg = f"binding pod {args.PodNamespace}/{args.PodName} to node {args.Node} failed: {err}"
-            log.warning("%s", msg)
-            return _encoder.encode(wire.ExtenderBindingResult(msg))
-        except OSError as err:
-            msg = f"binding pod {args.PodNamespace}/{args.PodName} failed: API server unreachable: {err}"
-            return _encoder.encode(wire.ExtenderBindingResult(msg))
-        log.info("bound %s/%s to %s", args.PodNamespace, args.PodName, args.Node)
-        return _encoder.encode(wire.ExtenderBindingResult(""))
+            return "" if err.status == 404 else None
+        except (OSError, msgspec.DecodeError):
+            return None
 
     def preempt(self, body: bytes) -> bytes:
         try:

@@ -24,7 +24,8 @@ def grants(
     [
         (False, (), grants(("", "nodes", READ))),
         (False, ("x",), grants(("", "nodes", READ), ("", "pods", READ))),
-        (True, (), grants(("", "nodes", READ), ("", "pods/binding", ("create",)))),
+        # bind reads the pod when no filter request showed it (no filterVerb, or forgotten).
+        (True, (), grants(("", "nodes", READ), ("", "pods", ("get",)), ("", "pods/binding", ("create",)))),
     ],
 )
 def test_extender_reads_nodes_pods_only_for_managed_resources_and_binds_only_with_bind(
