@@ -46,6 +46,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     serve.add_argument("--tls-key", type=Path, help="private key of --tls-cert")
     serve.add_argument("--client-ca", type=Path, help="require client certificates signed by this CA")
     serve.add_argument("--max-body-bytes", type=int, default=DEFAULT_MAX_BODY, help="reject larger requests (413)")
+    serving.add_limit_flags(serve)
     serve.add_argument("--log-level", default="info", choices=("debug", "info", "warning", "error"))
     serve.add_argument("--log-format", default="json", choices=("json", "text"))
     serve.set_defaults(func=run_serve)
@@ -63,6 +64,7 @@ def run_serve(args: argparse.Namespace) -> int:
             raise CLIError(f"{flag}: no such file {path}")
     if args.max_body_bytes <= 0:
         raise CLIError("--max-body-bytes: must be positive")
+    limits = serving.limits_from(args)
     sources = sum(bool(x) for x in (args.nodes, args.in_cluster)) + (bool(args.kubeconfig) and not args.nodes)
     if sources == 0:
         raise CLIError("give a cluster source: --nodes FILE, --kubeconfig PATH or --in-cluster")
@@ -100,7 +102,7 @@ def run_serve(args: argparse.Namespace) -> int:
         client = KubeClient(conn) if conn else None
         service = ExtenderService(policy, framework, cache, client)
         dispatcher = Dispatcher(service, prefix=args.prefix, max_body=args.max_body_bytes)
-        server = ExtenderServer(dispatcher, host, port, tls)
+        server = ExtenderServer(dispatcher, host, port, tls, limits)
         tasks = []
         if client is not None and not args.nodes:
             source = KubeSource(cache, client, watch_pods=watch_pods)

@@ -131,10 +131,9 @@ class ExtenderService:
         return rows
 
     def _candidates(self, args: wire.ExtenderArgs) -> Candidates:
-        if args.NodeNames is not None or self.cache.tracks_pods:
-            # Names mode judges the cache's nodes; full-node mode counts the cache's pods on them.
-            if not self.cache.synced.is_set():
-                raise NotReady(NOT_SYNCED)
+        # Names mode judges the cache's nodes; full-node mode counts the cache's pods on them.
+        if (args.NodeNames is not None or self.cache.tracks_pods) and not self.cache.synced.is_set():
+            raise NotReady(NOT_SYNCED)
         if args.NodeNames is not None:
             table = self.cache.table
             rows = self._rows_for(table, args.NodeNames)

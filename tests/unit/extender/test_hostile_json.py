@@ -43,7 +43,9 @@ def known_field(levels: int) -> bytes:
 
 def full_node_item(levels: int) -> bytes:
     items = [{"metadata": {"name": "a", "labels": {"custom": "true"}, "zzz": "X"}}]
-    return json.dumps({"Pod": pod(), "Nodes": {"items": items}, "NodeNames": None}).replace('"X"', nested(levels)).encode()
+    return (
+        json.dumps({"Pod": pod(), "Nodes": {"items": items}, "NodeNames": None}).replace('"X"', nested(levels)).encode()
+    )
 
 
 async def assert_still_serving(client: httpx.AsyncClient) -> None:

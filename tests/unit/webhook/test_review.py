@@ -187,9 +187,7 @@ def _nested_review(levels: int, where: str) -> bytes:
 
 
 @pytest.mark.parametrize("levels", [300, 1000, 100_000])
-@pytest.mark.parametrize(
-    "where", ["unknown field of the pod", "known field of the pod", "unknown field of the review"]
-)
+@pytest.mark.parametrize("where", ["unknown field of the pod", "known field of the pod", "unknown field of the review"])
 async def test_deeply_nested_json_is_400_naming_the_problem(levels: int, where: str) -> None:
     app = make_app(CONFIG)
     app.max_body = 1024 * 1024
