@@ -89,7 +89,7 @@ async def test_connections_past_the_cap_get_503(server: ExtenderServer) -> None:
         if len(server.connections) == LIMITS.max_connections:
             break
         await asyncio.sleep(0.02)
-    reader, writer = await asyncio.open_connection("127.0.0.1", server.bound_port)
+    reader, _writer = await asyncio.open_connection("127.0.0.1", server.bound_port)
     answer = await closed_within(reader, 5)
     assert answer.startswith(b"HTTP/1.1 503") and b"--max-connections 4" in answer
     for _, w in held:
