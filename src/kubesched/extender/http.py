@@ -72,12 +72,11 @@ class ExtenderProtocol(asyncio.Protocol):
         self.pending: asyncio.Task[None] | None = None
         # Requests that arrived (pipelined) while a bind was pending, answered after it in order.
         self.backlog: list[tuple[str, str, bytes, bool]] = []
-        # One timer per connection: moving the deadline later is a float store; the timer re-arms
-        # itself when it fires early, and is rescheduled only when the deadline moves earlier.
+        # One timer per connection: moving the deadline is a float store; the timer re-arms itself
+        # when it fires before the deadline (it never waits longer than header_timeout).
         self.loop = asyncio.get_running_loop()
         self.deadline: float | None = None
         self.timer: asyncio.TimerHandle | None = None
-        self.timer_at = 0.0
 
     # ---- connection ---------------------------------------------------------------------------
 
@@ -104,21 +103,27 @@ class ExtenderProtocol(asyncio.Protocol):
     # ---- timeouts -----------------------------------------------------------------------------
 
     def _expire_in(self, seconds: float) -> None:
-        deadline = self.loop.time() + seconds
-        self.deadline = deadline
-        if self.timer is None or deadline < self.timer_at:
-            if self.timer is not None:
-                self.timer.cancel()
-            self.timer = self.loop.call_at(deadline, self._on_timer)
-            self.timer_at = deadline
+        now = self.loop.time()
+        self.deadline = now + seconds
+        if self.timer is None:
+            self._arm(now)
+
+    def _arm(self, now: float) -> None:
+        # Never further ahead than the shortest timeout, so a deadline moved earlier is still met
+        # without cancelling the timer: a kept-alive connection costs one wake-up per header_timeout.
+        assert self.deadline is not None
+        self.timer = self.loop.call_at(min(self.deadline, now + self.limits.header_timeout), self._on_timer)
 
     def _on_timer(self) -> None:
         self.timer = None
-        if self.deadline is None or self.transport is None:
-            return  # a request is being answered: no read deadline
-        if self.loop.time() < self.deadline:
-            self.timer = self.loop.call_at(self.deadline, self._on_timer)
-            self.timer_at = self.deadline
+        if self.transport is None:
+            return
+        now = self.loop.time()
+        if self.deadline is None:  # a request is being answered: no read deadline until it is out
+            self.timer = self.loop.call_at(now + self.limits.header_timeout, self._on_timer)
+            return
+        if now < self.deadline:
+            self._arm(now)
             return
         # Silent, too slow or idle: close. (net/http closes without an answer too; a 408 could
         # interleave with a half-sent request.)
