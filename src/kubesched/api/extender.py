@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 import msgspec
 
 from kubesched.api.core import Pod
+from kubesched.api.nesting import too_deep
 
 MIN_EXTENDER_PRIORITY = 0
 MAX_EXTENDER_PRIORITY = 10
@@ -152,12 +153,16 @@ def decode(body: bytes, kind: type[T], decoder: msgspec.json.Decoder[T], complet
         value = decoder.decode(body)
     except msgspec.DecodeError as err:
         raise _describe(err, kind.__name__) from None
+    except RecursionError:
+        raise WireError(too_deep(body)) from None
     if complete(value):
         return value
     try:
         generic = msgspec.json.decode(body)
     except msgspec.DecodeError as err:
         raise _describe(err, kind.__name__) from None
+    except RecursionError:
+        raise WireError(too_deep(body)) from None
     if not isinstance(generic, dict):
         raise WireError(f"invalid {kind.__name__}: expected a JSON object, got {type(generic).__name__}")
     try:

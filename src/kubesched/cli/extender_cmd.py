@@ -55,6 +55,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     serve.add_argument("--tls-key", type=Path, help="private key of --tls-cert")
     serve.add_argument("--client-ca", type=Path, help="require client certificates signed by this CA")
     serve.add_argument("--max-body-bytes", type=int, default=DEFAULT_MAX_BODY, help="reject larger requests (413)")
+    serving.add_limit_flags(serve)
     serve.add_argument("--log-level", default="info", choices=("debug", "info", "warning", "error"))
     serve.add_argument("--log-format", default="json", choices=("json", "text"))
     serve.set_defaults(func=run_serve)
@@ -74,6 +75,7 @@ def run_serve(args: argparse.Namespace) -> int:
         raise CLIError("--max-body-bytes: must be positive")
     if not args.reservation_ttl > 0 or args.reservation_ttl == float("inf"):
         raise CLIError(f"--reservation-ttl: must be a positive number of seconds (got {args.reservation_ttl:g})")
+    limits = serving.limits_from(args)
     sources = sum(bool(x) for x in (args.nodes, args.in_cluster)) + (bool(args.kubeconfig) and not args.nodes)
     if sources == 0:
         raise CLIError("give a cluster source: --nodes FILE, --kubeconfig PATH or --in-cluster")
@@ -112,7 +114,7 @@ def run_serve(args: argparse.Namespace) -> int:
         ledger = Ledger(cache, ttl=args.reservation_ttl)
         service = ExtenderService(policy, framework, cache, client, ledger)
         dispatcher = Dispatcher(service, prefix=args.prefix, max_body=args.max_body_bytes)
-        server = ExtenderServer(dispatcher, host, port, tls)
+        server = ExtenderServer(dispatcher, host, port, tls, limits)
         tasks = []
         if client is not None and not args.nodes:
             source = KubeSource(cache, client, watch_pods=watch_pods)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import contextlib
 import logging
@@ -12,6 +13,7 @@ from typing import Any
 import uvicorn
 
 from kubesched.cli.errors import CLIError
+from kubesched.extender.http import Limits
 
 log = logging.getLogger("kubesched")
 
@@ -74,3 +76,68 @@ class GracefulServer(uvicorn.Server):
     def _stop(self) -> None:
         log.info("shutting down")
         self.should_exit = True
+
+
+def add_limit_flags(parser: argparse.ArgumentParser) -> None:
+    """What one client may cost the server: header size, read and idle timeouts, connections."""
+    d = Limits()
+    group = parser.add_argument_group("connection limits")
+    group.add_argument(
+        "--max-header-bytes",
+        type=int,
+        default=d.max_header_bytes,
+        help=f"request line + headers; larger get 431 (default {d.max_header_bytes})",
+    )
+    group.add_argument(
+        "--header-timeout",
+        type=float,
+        default=d.header_timeout,
+        help=f"seconds to receive a request's headers, or the first request (default {d.header_timeout:g})",
+    )
+    group.add_argument(
+        "--body-timeout",
+        type=float,
+        default=d.body_timeout,
+        help=f"seconds to receive a request's body after its headers (default {d.body_timeout:g})",
+    )
+    group.add_argument(
+        "--idle-timeout",
+        type=float,
+        default=d.idle_timeout,
+        help=f"seconds a kept-alive connection may wait for its next request (default {d.idle_timeout:g})",
+    )
+    group.add_argument(
+        "--max-connections",
+        type=int,
+        default=d.max_connections,
+        help=f"open connections; past it a new one gets 503 and is closed (default {d.max_connections})",
+    )
+
+
+def limits_from(args: argparse.Namespace) -> Limits:
+    for flag in ("max_header_bytes", "header_timeout", "body_timeout", "idle_timeout", "max_connections"):
+        if getattr(args, flag) <= 0:
+            raise CLIError(f"--{flag.replace('_', '-')}: must be positive")
+    return Limits(
+        args.max_header_bytes, args.header_timeout, args.body_timeout, args.idle_timeout, args.max_connections
+    )
+
+
+def uvicorn_limits(limits: Limits) -> dict[str, Any]:
+    """The same limits for a uvicorn server (the webhook): h11, whose incomplete-event cap is a header
+    size limit (httptools in uvicorn has none), a connection cap answered with 503, the keep-alive
+    timeout, and a first-request timeout uvicorn lacks (a client that connects and sends nothing)."""
+    from uvicorn.protocols.http.h11_impl import H11Protocol
+
+    class Protocol(H11Protocol):
+        def connection_made(self, transport: Any) -> None:
+            super().connection_made(transport)
+            # uvicorn arms its keep-alive timer only after a response; data_received cancels it.
+            self.timeout_keep_alive_task = self.loop.call_later(limits.header_timeout, self.timeout_keep_alive_handler)
+
+    return {
+        "http": Protocol,
+        "h11_max_incomplete_event_size": limits.max_header_bytes,
+        "limit_concurrency": limits.max_connections,
+        "timeout_keep_alive": limits.idle_timeout,
+    }

@@ -36,6 +36,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     src.add_argument("--kubeconfig", help="list+watch nodes from this cluster")
     src.add_argument("--nodes", type=Path, help="file of Node objects (NodeList or list, JSON or YAML): no cluster")
     serve.add_argument("--max-body-bytes", type=int, default=DEFAULT_MAX_BODY, help="reject larger requests (413)")
+    serving.add_limit_flags(serve)
     serve.add_argument("--log-level", default="info", choices=("debug", "info", "warning", "error"))
     serve.add_argument("--log-format", default="json", choices=("json", "text"))
     serve.set_defaults(func=run_serve)
@@ -59,6 +60,7 @@ def run_serve(args: argparse.Namespace) -> int:
     _check_tls(args.tls_cert, args.tls_key)
     if args.max_body_bytes <= 0:
         raise CLIError("--max-body-bytes: must be positive")
+    limits = serving.limits_from(args)
     if args.nodes and args.kubeconfig:
         raise CLIError("--nodes and --kubeconfig exclude each other")
     cache = ClusterCache()  # nodes only, never pods: feasibility asks "could it ever fit"
@@ -96,8 +98,7 @@ def run_serve(args: argparse.Namespace) -> int:
                 lifespan="off",
                 access_log=False,
                 log_config=None,
-                http="httptools",
-                timeout_keep_alive=60,
+                **serving.uvicorn_limits(limits),
                 ssl_certfile=str(args.tls_cert),
                 ssl_keyfile=str(args.tls_key),
             )

@@ -27,7 +27,7 @@ import numpy.typing as npt
 
 from kubesched.api.core import Node, Taint
 from kubesched.core.podinfo import HostPort, PodInfo
-from kubesched.core.quantity import QuantityError, resource_value
+from kubesched.core.quantity import MAX_AMOUNT, QuantityError, resource_value
 
 _EMPTY: dict[str, Any] = {}
 Rows = npt.NDArray[np.intp]
@@ -38,14 +38,26 @@ BoolColumn = npt.NDArray[np.bool_]
 def _parse_column(values: list[Any], resource: str) -> IntColumn:
     """Quantities (None for absent) as an int64 column, in C when they are all plain integers."""
     try:
-        return np.array(["0" if v is None else v for v in values]).astype(np.int64)
-    except (ValueError, TypeError):
+        col = np.array(["0" if v is None else v for v in values]).astype(np.int64)
+    except (ValueError, TypeError, OverflowError):
         pass
+    else:
+        return np.minimum(col, MAX_AMOUNT) if len(col) and col.max() > MAX_AMOUNT else col
     out = np.zeros(len(values), dtype=np.int64)
     for i, v in enumerate(values):
         if v is not None:
             with contextlib.suppress(QuantityError):
                 out[i] = resource_value(resource, v)
+    return out
+
+
+def _cpu_column(values: list[Any]) -> list[int]:
+    out = []
+    for v in values:
+        try:
+            out.append(0 if v is None else resource_value("cpu", v))
+        except QuantityError:
+            out.append(0)  # as _alloc_of counts it
     return out
 
 
@@ -362,7 +374,7 @@ class NodeTable:
             col = np.zeros(self._cap, dtype=np.int64)
             values = [None if n is None else (n.status.allocatable or _EMPTY).get(resource) for n in self.nodes]
             if resource == "cpu":
-                col[: self._n] = [0 if v is None else resource_value("cpu", v) for v in values]
+                col[: self._n] = _cpu_column(values)
             else:
                 col[: self._n] = _parse_column(values, resource)
             self._static_int[resource] = col

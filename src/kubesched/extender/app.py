@@ -19,7 +19,7 @@ from collections.abc import Awaitable, Callable
 
 from kubesched.asgi import Receive, Scope, Send, TooLarge, lifespan, read_body, reply
 from kubesched.extender.metrics import ExtenderMetrics
-from kubesched.extender.service import BadRequest, ExtenderService
+from kubesched.extender.service import BadRequest, ExtenderService, NotReady
 
 log = logging.getLogger("kubesched.extender")
 
@@ -54,7 +54,10 @@ class Dispatcher:
             "preempt": service.preempt,
         }
         self._observers = {
-            v: (self.metrics.latency.labels(v), {c: self.metrics.requests.labels(v, str(c)) for c in (200, 400, 500)})
+            v: (
+                self.metrics.latency.labels(v),
+                {c: self.metrics.requests.labels(v, str(c)) for c in (200, 400, 500, 503)},
+            )
             for v in VERBS
         }
 
@@ -82,6 +85,8 @@ class Dispatcher:
         except BadRequest as err:
             log.info("%s: bad request: %s", verb, err)
             return self._observe(verb, start, (400, str(err).encode(), TEXT))
+        except NotReady as err:  # prioritize before the first sync: kube-scheduler ignores the failure
+            return self._observe(verb, start, (503, str(err).encode(), TEXT))
         except Exception as err:
             log.exception("%s failed", verb)
             return self._observe(

@@ -15,6 +15,7 @@ import asyncio
 import logging
 import ssl
 from collections.abc import Awaitable
+from dataclasses import dataclass
 from http import HTTPStatus
 
 import httptools
@@ -36,34 +37,97 @@ def _head(status: int, content_type: bytes, length: int, keep_alive: bool) -> by
     )
 
 
+@dataclass(frozen=True)
+class Limits:
+    """What one client may cost the server (net/http and uvicorn as references, see docs/extender.md)."""
+
+    max_header_bytes: int = 1 << 20  # request line + headers (net/http's DefaultMaxHeaderBytes); 431 past it
+    header_timeout: float = 10.0  # from a new connection or a request's first byte to its last header
+    body_timeout: float = 60.0  # from the last header to the body's last byte
+    # Between requests on a kept-alive connection. Longer than kube-scheduler's idle connections live
+    # (client-go: 90 s), so the client closes first and never sends on a connection being closed.
+    idle_timeout: float = 120.0
+    max_connections: int = 1024  # past it a new connection gets a 503 and is closed
+
+
+_TOO_MANY = b"too many connections (--max-connections %d): try again later"
+
+
 class ExtenderProtocol(asyncio.Protocol):
     """One connection."""
 
-    def __init__(self, dispatcher: Dispatcher, connections: set[ExtenderProtocol]) -> None:
+    def __init__(self, dispatcher: Dispatcher, connections: set[ExtenderProtocol], limits: Limits = Limits()) -> None:
         self.d = dispatcher
         self.connections = connections
+        self.limits = limits
         self.parser = httptools.HttpRequestParser(self)
         self.transport: asyncio.Transport | None = None
         self.url = b""
+        self.header_bytes = 0
+        self.head = False
         self.chunks: list[bytes] = []
         self.size = 0
         self.expect_continue = False
-        self.rejected = False  # an answer was already sent for this request (413)
+        self.rejected = False  # an answer was already sent for this request (413, 431)
         self.pending: asyncio.Task[None] | None = None
         # Requests that arrived (pipelined) while a bind was pending, answered after it in order.
         self.backlog: list[tuple[str, str, bytes, bool]] = []
+        # One timer per connection: moving the deadline is a float store; the timer re-arms itself
+        # when it fires before the deadline (it never waits longer than header_timeout).
+        self.loop = asyncio.get_running_loop()
+        self.deadline: float | None = None
+        self.timer: asyncio.TimerHandle | None = None
 
     # ---- connection ---------------------------------------------------------------------------
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport  # type: ignore[assignment]  # uvloop's transports are not asyncio.Transport
+        if len(self.connections) >= self.limits.max_connections:
+            body = _TOO_MANY % self.limits.max_connections
+            transport.write(_head(503, TEXT, len(body), False) + body)  # type: ignore[attr-defined]
+            transport.close()
+            self.transport = None
+            return
         self.connections.add(self)
+        self._expire_in(self.limits.header_timeout)
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.connections.discard(self)
         if self.pending is not None:
             self.pending.cancel()
+        if self.timer is not None:
+            self.timer.cancel()
+            self.timer = None
         self.transport = None
+
+    # ---- timeouts -----------------------------------------------------------------------------
+
+    def _expire_in(self, seconds: float) -> None:
+        now = self.loop.time()
+        self.deadline = now + seconds
+        if self.timer is None:
+            self._arm(now)
+
+    def _arm(self, now: float) -> None:
+        # Never further ahead than the shortest timeout, so a deadline moved earlier is still met
+        # without cancelling the timer: a kept-alive connection costs one wake-up per header_timeout.
+        assert self.deadline is not None
+        self.timer = self.loop.call_at(min(self.deadline, now + self.limits.header_timeout), self._on_timer)
+
+    def _on_timer(self) -> None:
+        self.timer = None
+        if self.transport is None:
+            return
+        now = self.loop.time()
+        if self.deadline is None:  # a request is being answered: no read deadline until it is out
+            self.timer = self.loop.call_at(now + self.limits.header_timeout, self._on_timer)
+            return
+        if now < self.deadline:
+            self._arm(now)
+            return
+        # Silent, too slow or idle: close. (net/http closes without an answer too; a 408 could
+        # interleave with a half-sent request.)
+        self.transport.close()
 
     @property
     def idle(self) -> bool:
@@ -81,26 +145,44 @@ class ExtenderProtocol(asyncio.Protocol):
 
     def on_message_begin(self) -> None:
         self.url = b""
+        self.header_bytes = 0
         self.chunks = []
         self.size = 0
         self.expect_continue = False
         self.rejected = False
+        self._expire_in(self.limits.header_timeout)
 
     def on_url(self, url: bytes) -> None:
         self.url += url
+        self._count_header(len(url))
 
     def on_header(self, name: bytes, value: bytes) -> None:
+        self._count_header(len(name) + len(value))
         lname = name.lower()
         if lname == b"content-length" and value.isdigit() and int(value) > self.d.max_body:
             self.rejected = True
         elif lname == b"expect" and value.lower() == b"100-continue":
             self.expect_continue = True
 
+    def _count_header(self, n: int) -> None:
+        # httptools hands over headers in pieces as they arrive: count them, so a client cannot make
+        # the parser buffer an endless header.
+        self.header_bytes += n
+        if self.header_bytes > self.limits.max_header_bytes and self.transport is not None:
+            limit = self.limits.max_header_bytes
+            body = f"request line and headers over the limit of {limit} bytes (--max-header-bytes)".encode()
+            self._send((431, body, TEXT), keep_alive=False)
+            self.rejected = True
+            self.transport = None  # nothing more is read or answered on this connection
+
     def on_headers_complete(self) -> None:
+        if self.transport is None:
+            return
+        self._expire_in(self.limits.body_timeout)
         if self.rejected:
             # Answer now and close: the client may still be sending a body we will not read.
             self._send(self.d.too_large(), keep_alive=False)
-        elif self.expect_continue and self.transport is not None:
+        elif self.expect_continue:
             self.transport.write(b"HTTP/1.1 100 Continue\r\n\r\n")
 
     def on_body(self, body: bytes) -> None:
@@ -116,6 +198,7 @@ class ExtenderProtocol(asyncio.Protocol):
     def on_message_complete(self) -> None:
         if self.rejected or self.transport is None:
             return
+        self.deadline = None  # answering: no read deadline until the answer is out
         path = httptools.parse_url(self.url).path.decode("utf-8", "replace")
         method = self.parser.get_method().decode()
         body = self.chunks[0] if len(self.chunks) == 1 else b"".join(self.chunks)
@@ -130,7 +213,7 @@ class ExtenderProtocol(asyncio.Protocol):
     def _run(self, method: str, path: str, body: bytes, keep_alive: bool) -> None:
         result = self.d.dispatch(method, path, body)
         if isinstance(result, tuple):
-            self._send(result, keep_alive)
+            self._send(result, keep_alive, method == "HEAD")
         elif self.transport is not None:
             # Stop reading until this answer is out, so responses keep the order of requests.
             self.transport.pause_reading()
@@ -149,38 +232,51 @@ class ExtenderProtocol(asyncio.Protocol):
         if self.transport is not None and self.pending is None and keep_alive:
             self.transport.resume_reading()
 
-    def _send(self, response: Response, keep_alive: bool) -> None:
+    def _send(self, response: Response, keep_alive: bool, head_only: bool = False) -> None:
         if self.transport is None:
             return
         status, body, content_type = response
         head = _head(status, content_type, len(body), keep_alive)
-        if len(body) < 65536:
+        if head_only:
+            self.transport.write(head)  # HEAD: the length of the body, never the body
+        elif len(body) < 65536:
             self.transport.write(head + body)
         else:
             self.transport.write(head)
             self.transport.write(body)  # a large body is not copied into the head
         if not keep_alive:
             self.transport.close()
+        elif self.pending is None and not self.backlog:
+            self._expire_in(self.limits.idle_timeout)
 
 
 class ExtenderServer:
     """Listens, serves, and shuts down gracefully (stop accepting, finish requests in flight)."""
 
-    def __init__(self, dispatcher: Dispatcher, host: str, port: int, ssl_context: ssl.SSLContext | None = None):
+    def __init__(
+        self,
+        dispatcher: Dispatcher,
+        host: str,
+        port: int,
+        ssl_context: ssl.SSLContext | None = None,
+        limits: Limits = Limits(),
+    ):
         self.dispatcher = dispatcher
         self.host = host
         self.port = port
         self.ssl_context = ssl_context
+        self.limits = limits
         self.connections: set[ExtenderProtocol] = set()
         self._server: asyncio.Server | None = None
 
     async def start(self) -> None:
         loop = asyncio.get_running_loop()
         self._server = await loop.create_server(
-            lambda: ExtenderProtocol(self.dispatcher, self.connections),
+            lambda: ExtenderProtocol(self.dispatcher, self.connections, self.limits),
             self.host,
             self.port,
             ssl=self.ssl_context,
+            ssl_handshake_timeout=self.limits.header_timeout if self.ssl_context else None,
             reuse_address=True,
             backlog=1024,
         )

@@ -19,6 +19,7 @@ import numpy.typing as npt
 
 from kubesched.api import extender as wire
 from kubesched.api.core import Pod
+from kubesched.api.nesting import too_deep
 from kubesched.api.slim import node_type
 from kubesched.cluster.cache import ClusterCache
 from kubesched.cluster.kubeclient import AnswerLost, APIError, KubeClient
@@ -49,12 +50,24 @@ class BadRequest(ValueError):
     """The request cannot be served as sent (answered with HTTP 400 and this message)."""
 
 
+class NotReady(RuntimeError):
+    """The node cache has not synced yet (answered with HTTP 503 and this message)."""
+
+
+NOT_SYNCED = (
+    "the extender's node cache has not synced with the API server yet; "
+    "kube-scheduler retries the pod with backoff (see /readyz)"
+)
+UNKNOWN_NODE = "node is not in the extender's node cache (yet); the pod is retried when nodes change"
+
+
 @dataclass
 class Candidates:
     table: NodeTable
     rows: Rows
     quoted: npt.NDArray[np.object_]  # each row's name as a JSON string
     raw: list[msgspec.Raw] | None  # full-node mode: the items to echo, aligned with rows
+    unknown: list[str]  # names mode: names the cache does not know
 
 
 class ExtenderService:
@@ -135,20 +148,29 @@ class ExtenderService:
         return rows
 
     def _candidates(self, args: wire.ExtenderArgs) -> Candidates:
+        # Names mode judges the cache's nodes; full-node mode counts the cache's pods on them.
+        if (args.NodeNames is not None or self.cache.tracks_pods) and not self.cache.synced.is_set():
+            raise NotReady(NOT_SYNCED)
         if args.NodeNames is not None:
-            # Names the cache does not know are skipped: the extender cannot judge them.
             table = self.cache.table
-            return Candidates(table, self._rows_for(table, args.NodeNames), self._cache_quoted(), None)
+            rows = self._rows_for(table, args.NodeNames)
+            unknown: list[str] = []
+            if len(rows) != len(args.NodeNames):  # names the cache does not know get a reason, not silence
+                index = table.index
+                unknown = [name for name in args.NodeNames if name not in index]
+            return Candidates(table, rows, self._cache_quoted(), None, unknown)
         items = (args.Nodes.items if args.Nodes else None) or []
         decode = self._node.decode
         try:
             nodes = [decode(item) for item in items]
-        except msgspec.DecodeError:
+        except (msgspec.DecodeError, RecursionError):
             for i, item in enumerate(items):  # find which one, for the message
                 try:
                     decode(item)
                 except msgspec.DecodeError as err:
                     raise BadRequest(f"invalid ExtenderArgs: Nodes.items[{i}]: {err}") from None
+                except RecursionError:
+                    raise BadRequest(f"invalid ExtenderArgs: Nodes.items[{i}]: {too_deep(bytes(item))}") from None
             raise
         for i, node in enumerate(nodes):
             if not node.metadata.name:
@@ -168,7 +190,7 @@ class ExtenderService:
                 if src_row is not None:
                     for pod in src.pods_on(src_row).values():
                         table.add_pod(row, pod)
-        return Candidates(table, np.arange(len(raw), dtype=np.intp), quote_all(table.names), raw)
+        return Candidates(table, np.arange(len(raw), dtype=np.intp), quote_all(table.names), raw, [])
 
     # ---- verbs ----------------------------------------------------------------------------------
 
@@ -199,7 +221,12 @@ class ExtenderService:
     def _filter(self, body: bytes) -> bytes:
         args, pod = self._decode_args(body)
         self._seen(pod)
-        cand = self._candidates(args)
+        try:
+            cand = self._candidates(args)
+        except NotReady as err:
+            # An Error makes kube-scheduler record a SchedulerError and retry the pod with backoff; an
+            # empty NodeNames would drop every node without a reason.
+            return filter_reply(None, None, (), (), str(err))
         try:
             outcome = self.framework.find_feasible(CycleState(), pod, NodeBatch(cand.table, cand.rows))
         except FrameworkError as err:
@@ -226,6 +253,9 @@ class ExtenderService:
         for status, rows in groups:
             target = unresolvable if status.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE else failed
             target.append((self._message(status.message), quoted[rows].tolist()))
+        if cand.unknown:
+            # Resolvable: the node may come into the cache, and a rejected node requeues the pod on any event.
+            failed.append((self._message(UNKNOWN_NODE), quote_all(dict.fromkeys(cand.unknown)).tolist()))
         if cand.raw is None:
             return filter_reply(quoted[feasible].tolist(), None, failed, unresolvable)
         return filter_reply(None, [cand.raw[r] for r in feasible.tolist()], failed, unresolvable)

@@ -11,7 +11,7 @@ import msgspec
 
 from kubesched.api.slim import NodeFields
 from kubesched.core.podinfo import PodInfo
-from kubesched.core.quantity import QuantityError, to_int
+from kubesched.core.quantity import MAX_AMOUNT, QuantityError, resource_value
 from kubesched.framework.interfaces import CycleState, FilterPlugin, Handle, NodeBatch, SignFragments, SignPlugin
 from kubesched.framework.status import Status, Verdicts
 
@@ -35,7 +35,8 @@ def resource_need(pod: PodInfo, resource: str) -> int:
         if q is None:
             q = (res.limits or {}).get(resource)
         if q is not None:
-            need += to_int(q)  # an invalid quantity raises QuantityError: the caller reports it
+            need += resource_value(resource, q)  # an invalid quantity raises QuantityError: the caller reports it
+    need = min(need, MAX_AMOUNT)  # as the table counts it
     pod.cache[key] = need
     return need
 

@@ -14,8 +14,12 @@ from typing import Any
 import msgspec
 
 from kubesched.api.core import Pod
+from kubesched.api.nesting import deeper_than, too_deep
 
 API_VERSION = "admission.k8s.io/v1"
+# Rules, the patch and copies walk the pod recursively: a hostile object nested thousands deep would
+# exhaust the stack there, so it is refused here with a message.
+MAX_OBJECT_DEPTH = 100
 KIND = "AdmissionReview"
 
 
@@ -79,6 +83,8 @@ def decode(body: bytes) -> AdmissionRequest:
         raise BadReview(f"invalid AdmissionReview: {err}") from None
     except msgspec.DecodeError as err:
         raise BadReview(f"request body is not valid JSON: {err}") from None
+    except RecursionError:
+        raise BadReview(too_deep(body)) from None
     if review.api_version != API_VERSION or review.kind != KIND:
         got = f"{review.api_version or '(no apiVersion)'} {review.kind or '(no kind)'}"
         raise BadReview(
@@ -92,6 +98,13 @@ def decode(body: bytes) -> AdmissionRequest:
         raise BadReview("request.uid is missing or empty: the reply must echo it")
     if request.kind is None:
         raise BadReview("request.kind is missing")
+    for name in ("object", "old_object", "options"):
+        if deeper_than(getattr(request, name), MAX_OBJECT_DEPTH):
+            field = "oldObject" if name == "old_object" else name
+            raise BadReview(
+                f"request body: JSON nested deeper than {MAX_OBJECT_DEPTH} levels in request.{field} "
+                "(Kubernetes objects need fewer than 30)"
+            )
     return request
 
 

@@ -82,3 +82,29 @@ async def test_readyz_is_503_until_the_cache_syncs(client: httpx.AsyncClient, se
     r = await client.get("/readyz")
     assert r.status_code == 503
     assert "not synced" in r.text
+
+
+async def test_before_the_first_sync_filter_errors_and_prioritize_is_503(client: httpx.AsyncClient, service) -> None:  # type: ignore[no-untyped-def]
+    service.cache.synced.clear()
+    r = await client.post("/filter", json=GOOD)
+    assert r.status_code == 200
+    # Never an empty success: an Error makes kube-scheduler retry the pod with backoff (SchedulerError).
+    assert r.json()["NodeNames"] is None and r.json()["FailedNodes"] == {}
+    assert "node cache has not synced" in r.json()["Error"]
+    r = await client.post("/prioritize", json=GOOD)
+    assert r.status_code == 503 and "not synced" in r.text
+    service.cache.synced.set()
+    r = await client.post("/filter", json=GOOD)
+    assert r.json()["NodeNames"] == ["n-big"] and r.json()["Error"] == ""
+
+
+async def test_names_the_cache_does_not_know_get_a_resolvable_reason(client: httpx.AsyncClient) -> None:
+    r = await client.post("/filter", json={**GOOD, "NodeNames": ["n-big", "n-new", "n-small", "n-new", "n-gone"]})
+    assert r.status_code == 200
+    body = r.json()
+    assert body["NodeNames"] == ["n-big", "n-small"]
+    reason = "node is not in the extender's node cache (yet); the pod is retried when nodes change"
+    assert body["FailedNodes"] == {"n-new": reason, "n-gone": reason}
+    assert body["FailedAndUnresolvableNodes"] == {}
+    r = await client.post("/prioritize", json={**GOOD, "NodeNames": ["n-big", "n-new"]})
+    assert r.json() == [{"Host": "n-big", "Score": 10}]

@@ -31,6 +31,7 @@ def test_example_policy_filters_by_zone() -> None:
     assert [m.name for m in policy.managed_resources] == ["example.com/licence"]
     cache = ClusterCache()
     cache.replace_nodes([_node("a", "zone-a"), _node("c", "zone-c"), _node("b", "zone-b")])
+    cache.synced.set()
     service = ExtenderService(policy, Framework.build(policy.profile, registry_for(policy)), cache)
     pod = {"metadata": {"name": "p", "namespace": "d", "uid": "u"}, "spec": {"containers": [{"name": "c"}]}}
     out = json.loads(service.filter(json.dumps({"Pod": pod, "Nodes": None, "NodeNames": ["a", "b", "c"]}).encode()))

@@ -62,11 +62,12 @@ async def test_filter_full_mode_echoes_the_node_objects_unchanged(client: httpx.
     assert body["FailedAndUnresolvableNodes"] == EXPECTED_UNRESOLVABLE
 
 
-async def test_filter_names_unknown_to_the_cache_are_skipped(client: httpx.AsyncClient) -> None:
+async def test_filter_names_unknown_to_the_cache_fail_with_a_reason(client: httpx.AsyncClient) -> None:
     r = await client.post("/filter", json=names_args(pod(need=0), ["ghost", "n-big"]))
     body = r.json()
     assert body["NodeNames"] == ["n-big"]
-    assert "ghost" not in body["FailedNodes"] and "ghost" not in body["FailedAndUnresolvableNodes"]
+    assert "not in the extender's node cache" in body["FailedNodes"]["ghost"]
+    assert "ghost" not in body["FailedAndUnresolvableNodes"]
 
 
 async def test_filter_accepts_keys_in_any_case(client: httpx.AsyncClient) -> None:

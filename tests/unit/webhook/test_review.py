@@ -172,3 +172,35 @@ async def test_failing_user_rules_are_500(tmp_rules: Any) -> None:
         app = make_app(f"rules:\n- name: b\n  python: rules.py:{target}\n", base=tmp_rules)
         r = await send(app, "POST", "/validate", json.dumps(review(pod())).encode())
         assert r.status_code == 500 and says in r.text
+
+
+def _nested_review(levels: int, where: str) -> bytes:
+    obj = pod()
+    if where == "unknown field of the pod":
+        obj["metadata"]["zzz"] = "X"
+    elif where == "known field of the pod":
+        obj["metadata"]["labels"] = "X"
+    body = review(obj)
+    if where == "unknown field of the review":
+        body["request"]["zzz"] = "X"
+    return json.dumps(body).replace('"X"', "[" * levels + "]" * levels).encode()
+
+
+@pytest.mark.parametrize("levels", [300, 1000, 100_000])
+@pytest.mark.parametrize("where", ["unknown field of the pod", "known field of the pod", "unknown field of the review"])
+async def test_deeply_nested_json_is_400_naming_the_problem(levels: int, where: str) -> None:
+    app = make_app(CONFIG)
+    app.max_body = 1024 * 1024
+    for path in ("/validate", "/mutate"):
+        r = await send(app, "POST", path, _nested_review(levels, where))
+        if where == "unknown field of the review" and levels == 300:
+            assert r.status_code == 200, r.text  # skipped by the decoder, never walked
+            continue
+        assert r.status_code == 400, r.text
+        if levels >= 1000:
+            assert "levels deep, deeper than the decoder's limit" in r.text, r.text
+        elif where == "known field of the pod":
+            assert "request.object.metadata.labels" in r.text or "nested deeper than 100 levels" in r.text, r.text
+        else:
+            assert "JSON nested deeper than 100 levels in request.object" in r.text, r.text
+    assert (await call(app, "/validate", pod()))["allowed"] is True
