@@ -130,3 +130,59 @@ def test_a_failed_binding_post_releases_the_reservation(
                 print(f"recovered {recovery:.1f}s after the API server came back")
         finally:
             ext.stop()
+
+
+def test_a_lost_bind_answer_keeps_the_reservation_and_never_over_commits(
+    control_plane: ControlPlane, kube_namespace: str, burst_nodes: None, tmp_path: Path
+) -> None:
+    """Answers from kube-apiserver to the extender are cut while a burst binds: each POST is applied by the
+    server, the extender cannot read the pod back, and it keeps the reservation; kube-scheduler (told
+    `Error`) tries the pods again. The node's 2 units are never exceeded, during the outage or after."""
+    cp, ns = control_plane, kube_namespace
+    kubeconfig = grant_extender_rbac(cp)
+    host, port = cp.url.removeprefix("https://").rsplit(":", 1)
+    with FaultProxy(host, int(port)) as proxy:
+        proxied = tmp_path / "proxied.kubeconfig"
+        proxied.write_text(kubeconfig.read_text().replace(cp.url, f"https://{proxy.address}"))
+        ext = Extender(proxied, tmp_path).start()
+        try:
+            with scheduler(cp, generated_config(tmp_path, ext.url, "--bind-verb", "bind"), "cutbind"):
+                proxy.cut_answers()  # the extender's watches, reads and binding POSTs: every answer lost
+                names = [f"c-{i}" for i in range(4)]
+                _create_all(cp, ns, names)
+                _wait("two pods bound by the server", lambda: sum(1 for n in _placement(cp, ns).values() if n) == 2)
+                outage_end = time.monotonic() + 8
+                pokes = 0
+                while time.monotonic() < outage_end:
+                    if time.monotonic() > outage_end - 8 + 2 * pokes:
+                        # A node change moves the pods the extender rejected: kube-scheduler tries them again.
+                        pokes += 1
+                        cp.api("PATCH", f"/api/v1/nodes/{NOLABEL}", {"metadata": {"labels": {"poke": str(pokes)}}})
+                    placed = _placement(cp, ns)
+                    assert sum(1 for n in placed.values() if n) <= 2, ("over-committed during the outage", placed)
+                    time.sleep(0.2)
+                assert ext.metric("kubesched_extender_reservations_held") == 2  # kept while unknown
+                proxy.heal()
+                healed = time.monotonic()
+                held = "kubesched_extender_reservations_held"
+                _wait("reservations confirmed by the watch", lambda: ext.metric(held) == 0)
+                took = time.monotonic() - healed
+                print(f"\nRELIABILITY extender bind answer lost -> reservations confirmed: {took:.1f} s")
+                _wait(
+                    "the other pods refused",
+                    lambda: all(
+                        node or any("Insufficient " + RES in n for n in _failed_scheduling(cp, ns, name))
+                        for name, node in _placement(cp, ns).items()
+                    ),
+                )
+                time.sleep(3)  # kube-scheduler's retries run: nothing more may land
+                placed = _placement(cp, ns)
+                assert sorted(n for n in placed.values() if n) == [HOT, HOT], placed
+                # Each bound pod's Binding was POSTed once (its answer lost), never again (no 409).
+                log = ext.log.read_text()
+                for name in (n for n, node in placed.items() if node):
+                    assert log.count(f"binding pod {ns}/{name} to node {HOT}: the answer was lost") == 1, log
+                    assert log.count(f"pod {ns}/{name} ") == 1, log
+                assert "already assigned" not in log, log
+        finally:
+            ext.stop()
