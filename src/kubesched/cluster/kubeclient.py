@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import os
+import re
 import ssl
 import tempfile
 from collections.abc import AsyncIterator, Callable, Mapping
@@ -40,6 +41,16 @@ class APIError(Exception):
         self.status = status
         self.reason = reason
         self.message = message
+
+    @property
+    def assigned_node(self) -> str | None:
+        """For a refused Binding: the node the pod is already bound to (409 '… is already assigned to node "X"')."""
+        found = _ALREADY_ASSIGNED.search(self.message) if self.status == 409 else None
+        return found.group(1) if found is not None else None
+
+
+# kube-apiserver's message for a Binding of a pod that has a node (pkg/registry/core/pod/storage).
+_ALREADY_ASSIGNED = re.compile(r'is already assigned to node "([^"]+)"')
 
 
 class _Status(msgspec.Struct):

@@ -6,7 +6,9 @@ with AssumePod / FinishBinding / ForgetPod)::
 
     reserve ──(binding POST ok)──> finish ──(watch reports the pod, by UID)──> counted as bound
        │                             └──(no report within the TTL)──> expired
-       └──(binding POST refused)──> release
+       ├──(binding POST refused)──> release
+       ├──(409: already bound to node X)──> move to X (then as finish)
+       └──(answer lost, read-back failed)──> unknown: kept (as finish) until the watch or a read-back says
 
 A reservation is an assumed pod of the `ClusterCache`, so every reader of the node table (filter,
 prioritize, preempt) counts it with no extra work. `reserve` runs the caller's check and counts the
@@ -36,6 +38,7 @@ _MEMO = 4096  # pods remembered from filter requests, for bind (which carries on
 class Reservation:
     node: str
     deadline: float | None  # None while the binding POST is in flight
+    unknown: bool = False  # the POST was sent and its answer lost: the pod may be bound there
 
 
 class Ledger:
@@ -102,6 +105,27 @@ class Ledger:
         if entry is not None and entry.deadline is None:
             entry.deadline = self.clock() + self.ttl
             self.next_deadline = min(self.next_deadline, entry.deadline)
+
+    def mark_unknown(self, uid: str) -> None:
+        """The binding's answer was lost and reading the pod back failed: keep counting it (TTL runs)."""
+        entry = self.entries.get(uid)
+        if entry is not None:
+            entry.unknown = True
+            self.finish(uid)
+
+    def unknown_node(self, uid: str) -> str | None:
+        """The node of a reservation whose binding outcome is unknown, else None."""
+        entry = self.entries.get(uid)
+        return entry.node if entry is not None and entry.unknown else None
+
+    def move(self, info: PodInfo, node: str) -> None:
+        """The API server says the pod is bound to ``node``: count it there until the watch reports it."""
+        if self.cache.pod_node(info.uid) == node and not self.cache.is_assumed(info.uid):
+            self.entries.pop(info.uid, None)  # the watch has reported it there already
+            return
+        self.cache.assume(info, node)
+        self.entries[info.uid] = Reservation(node, None)
+        self.finish(info.uid)
 
     def release(self, uid: str, *, count: bool = True) -> None:
         """The binding failed: stop counting the pod (unless the watch has reported it meanwhile)."""

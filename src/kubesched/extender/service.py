@@ -211,9 +211,11 @@ class ExtenderService:
         ledger = self.ledger
         if ledger.entries:
             ledger.expire()
-            if pod.uid in ledger.entries:
+            entry = ledger.entries.get(pod.uid)
+            if entry is not None and not entry.unknown:
                 # kube-scheduler schedules the pod again, so it took our last bind of it as failed:
                 # its reservation must not count against it (the watch counts it if it was bound).
+                # A binding whose outcome is unknown stays counted: the pod may be bound there.
                 ledger.release(pod.uid)
         if self._remember:
             ledger.remember(pod)
@@ -294,17 +296,40 @@ class ExtenderService:
             if isinstance(found, str):
                 return _bind_result(found)
             info = found
+        if self.ledger.unknown_node(info.uid) is not None:
+            settled = await self._settle_unknown(args, info)
+            if settled is not None:
+                return _bind_result(settled)
         # From here to the reservation: no await, so no other request can take the same capacity.
         reason = self.ledger.reserve(info, args.Node, lambda row: self._refusal(info, row))
         if reason is not None:
             log.info("bind %s to %s refused: %s", key, args.Node, reason)
             return _bind_result(f"pod {key} no longer fits node {args.Node}: {reason}")
-        outcome = await self._post_binding(args, info.uid or args.PodUID)
+        outcome = await self._post_binding(args, info)
         if outcome is None:
             self.ledger.finish(info.uid)
             log.info("bound %s to %s", key, args.Node)
             return _bind_result("")
         return _bind_result(outcome)
+
+    async def _settle_unknown(self, args: wire.ExtenderBindingArgs, info: PodInfo) -> str | None:
+        """An earlier binding of this pod lost its answer: learn where it is before binding it again.
+
+        None: it is not bound, go on; "" : it is bound on the requested node (success); else the error.
+        """
+        key = f"{args.PodNamespace}/{args.PodName}"
+        where = await self._node_of(args)
+        if where is None:
+            return f"binding pod {key}: an earlier binding's outcome is still unknown (API server unreachable)"
+        if where == "":
+            self.ledger.release(info.uid)
+            return None
+        if where == args.Node:
+            self.ledger.move(info, where)
+            log.info("bound %s to %s (an earlier binding whose answer was lost; read back)", key, where)
+            return ""
+        self.ledger.move(info, where)
+        return f"binding pod {key} to node {args.Node} failed: the pod is already bound to node {where}"
 
     def _refusal(self, pod: PodInfo, row: int) -> str | None:
         """Why the policy would not take ``pod`` on the node at ``row`` now (None: it fits)."""
@@ -336,7 +361,7 @@ class ExtenderService:
             return f"binding pod {key} failed: the pod was replaced (UID {pod.uid}, not {args.PodUID})"
         return pod
 
-    async def _post_binding(self, args: wire.ExtenderBindingArgs, uid: str) -> str | None:
+    async def _post_binding(self, args: wire.ExtenderBindingArgs, info: PodInfo) -> str | None:
         """POST the Binding; None when it was applied, else the error for kube-scheduler.
 
         The reservation is released when the binding certainly did not happen; when the answer was lost
@@ -344,6 +369,7 @@ class ExtenderService:
         """
         assert self.client is not None
         key = f"{args.PodNamespace}/{args.PodName}"
+        uid = info.uid or args.PodUID
         meta: dict[str, str] = {"name": args.PodName, "namespace": args.PodNamespace}
         if uid:
             meta["uid"] = uid
@@ -357,8 +383,14 @@ class ExtenderService:
         try:
             await self.client.request("POST", path, binding)
             return None
-        except APIError as err:  # the API server answered: the binding did not happen
-            self.ledger.release(uid)
+        except APIError as err:  # the API server answered: this binding did not happen
+            assigned = err.assigned_node
+            if assigned == args.Node:
+                return None  # bound there already (by an earlier binding of ours whose answer was lost)
+            if assigned is not None:
+                self.ledger.move(info, assigned)  # bound elsewhere: counted there until the watch says so
+            else:
+                self.ledger.release(uid)
             msg = f"binding pod {key} to node {args.Node} failed: {err}"
         except AnswerLost as err:  # sent, answer lost: it may have been applied
             where = await self._node_of(args)
@@ -366,7 +398,9 @@ class ExtenderService:
                 log.info("bound %s to %s (the answer was lost; read back)", key, args.Node)
                 return None
             if where is None:
-                self.ledger.finish(uid)  # unknown: keep counting it until the watch says or the TTL ends
+                self.ledger.mark_unknown(uid)  # keep counting it until the watch or a read-back says, or the TTL
+            elif where:
+                self.ledger.move(info, where)  # bound elsewhere meanwhile: counted where it is
             else:
                 self.ledger.release(uid)
             msg = f"binding pod {key} to node {args.Node}: the answer was lost ({err or type(err).__name__})"

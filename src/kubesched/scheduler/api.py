@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import re
 import socket
 import time
 from collections.abc import Callable, Coroutine, Mapping, Sequence
@@ -39,7 +38,6 @@ STRATEGIC = "application/strategic-merge-patch+json"
 MERGE = "application/merge-patch+json"
 # kube-apiserver's 409 for a Binding of a bound pod (pkg/registry/core/pod/storage, v1.35.4): `Operation cannot
 # be fulfilled on pods/binding "web-0": pod web-0 is already assigned to node "node-a"`.
-_ALREADY_ASSIGNED = re.compile(r'is already assigned to node "([^"]+)"')
 
 
 def rfc3339(ts: float | None = None) -> str:
@@ -118,9 +116,8 @@ class APIBackend:
         try:
             await self._call("POST", f"/api/v1/namespaces/{pod.namespace}/pods/{pod.name}/binding", binding)
         except APIError as err:
-            found = _ALREADY_ASSIGNED.search(err.message) if err.status == 409 else None
-            if found is not None:
-                raise AlreadyAssignedError(f"binding rejected: {err.message}", found.group(1)) from None
+            if err.assigned_node is not None:
+                raise AlreadyAssignedError(f"binding rejected: {err.message}", err.assigned_node) from None
             raise ClusterAPIError(f"binding rejected: {err.message}") from None
         except AnswerLost as err:
             raise BindingUnknownError(f"binding {pod.key} to {node_name}: the answer was lost: {err}") from None

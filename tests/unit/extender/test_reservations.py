@@ -140,11 +140,11 @@ async def test_a_pod_the_watch_reports_bound_elsewhere_moves_there() -> None:
 @pytest.mark.parametrize(
     "error",
     [
-        lambda: APIError(409, 'pod p0 is already assigned to node "n-big"', "Conflict"),
         lambda: APIError(500, "etcdserver: request timed out", "InternalError"),
+        lambda: APIError(409, "Operation cannot be fulfilled: the object has been modified", "Conflict"),
         lambda: TransportError("connection refused"),
     ],
-    ids=["409", "500", "refused"],
+    ids=["500", "409-other", "refused"],
 )
 async def test_a_failed_binding_post_releases_the_reservation(error: Callable[[], Exception]) -> None:
     svc, api = bound_service()
@@ -159,6 +159,36 @@ async def test_a_failed_binding_post_releases_the_reservation(error: Callable[[]
     assert await bind(svc, p) == "" and used(svc) == 1
 
 
+def already_assigned(node: str) -> Callable[[], Exception]:
+    # kube-apiserver's words for a Binding of a pod that has a node.
+    return lambda: APIError(
+        409,
+        f'Operation cannot be fulfilled on pods/binding "p0": pod p0 is already assigned to node "{node}"',
+        "Conflict",
+    )
+
+
+async def test_a_409_already_assigned_elsewhere_counts_the_pod_on_that_node() -> None:
+    svc, api = bound_service()
+    p = burst(1)[0]
+    filter_(svc, p)
+    api.post_error = already_assigned("n-big")
+    message = await bind(svc, p)
+    assert "already assigned to node" in message
+    assert used(svc) == 0 and used(svc, "n-big") == 1  # where the API server has it, until the watch says
+    watch_reports(svc, p, "n-big")
+    assert used(svc, "n-big") == 1 and svc.ledger.held == 0
+
+
+async def test_a_409_already_assigned_to_the_target_node_is_success() -> None:
+    svc, api = bound_service()
+    p = burst(1)[0]
+    filter_(svc, p)
+    api.post_error = already_assigned(SMALL)
+    assert await bind(svc, p) == ""
+    assert used(svc) == 1 and svc.ledger.held == 1
+
+
 async def test_a_lost_answer_is_read_back_from_the_api_server() -> None:
     svc, api = bound_service()
     p = burst(1)[0]
@@ -169,17 +199,41 @@ async def test_a_lost_answer_is_read_back_from_the_api_server() -> None:
     assert used(svc) == 1 and svc.ledger.held == 1
 
 
-async def test_a_lost_answer_that_cannot_be_read_back_keeps_counting_until_kube_scheduler_retries() -> None:
+async def test_a_lost_answer_that_cannot_be_read_back_keeps_counting_until_it_is_known() -> None:
     svc, api = bound_service()
     p = burst(1)[0]
     filter_(svc, p)
-    api.post_error = lambda: AnswerLost("connection reset by peer")
+    api.post_error, api.apply_before_error = (lambda: AnswerLost("connection reset by peer")), True
+    api.pods["p0"] = json.loads(json.dumps(p))
     api.get_error = lambda: TransportError("connection refused")
     assert "the answer was lost" in await bind(svc, p)
     assert used(svc) == 1  # it may be bound: keep counting it
-    # kube-scheduler took it as failed and filters the pod again: its own reservation must not block it.
-    assert filter_(svc, p)["NodeNames"] == [SMALL]
-    assert used(svc) == 0
+    # kube-scheduler took it as failed and filters the pod again: the reservation stays (it may be bound).
+    filter_(svc, p)
+    assert used(svc) == 1
+    # Its next bind, elsewhere, asks the API server first: still unreachable → an error, nothing sent.
+    posts = len(api.bindings)
+    assert "still unknown" in await bind(svc, p, node="n-big")
+    assert len(api.bindings) == posts and used(svc) == 1
+    # Reachable again: the pod is bound on the small node (the first POST was applied): counted there,
+    # and the bind elsewhere fails without a second POST.
+    api.get_error = api.post_error = None
+    assert "already bound to node n-small" in await bind(svc, p, node="n-big")
+    assert len(api.bindings) == posts and used(svc) == 1 and used(svc, "n-big") == 0
+
+
+async def test_a_lost_answer_read_back_later_as_unbound_binds_normally() -> None:
+    svc, api = bound_service()
+    p = burst(1)[0]
+    api.pods["p0"] = json.loads(json.dumps(p))
+    filter_(svc, p)
+    api.post_error = lambda: AnswerLost("connection reset by peer")  # not applied
+    api.get_error = lambda: TransportError("connection refused")
+    assert "the answer was lost" in await bind(svc, p)
+    assert used(svc) == 1
+    api.get_error = api.post_error = None
+    assert await bind(svc, p, node="n-big") == ""  # read back: unbound, so it is bound where asked
+    assert used(svc) == 0 and used(svc, "n-big") == 1 and api.bindings[-1] == ("p0", "n-big")
 
 
 async def test_a_lost_answer_for_an_unbound_pod_releases() -> None:
