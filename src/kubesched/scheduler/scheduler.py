@@ -68,8 +68,10 @@ ALL_EVENTS = _NODE_EVENTS | _POD_EVENTS
 # Plugins whose Filter judges a node by itself and the pod (no PreFilter state): their hint for a node
 # event is their verdict on that node.
 NODE_LOCAL = frozenset({"NodeUnschedulable", "NodeName", "TaintToleration", "NodeAffinity", "NodeResourcesFit"})
-# How long a pod whose binding answer was lost stays counted on its node when neither the watch nor a
-# read of the pod tells what happened (the API server unreachable): then it is forgotten and retried.
+# A pod whose binding answer was lost stays counted on its node until the watch or a read of the pod
+# tells what happened: while the API server cannot answer, nothing can be bound anyway, and forgetting
+# the pod would let the next pod take its room the moment the server is back. After this long the log
+# says so (once); only a backend that cannot read pods forgets the pod then and retries it.
 BINDING_UNKNOWN_TTL = 30.0
 
 
@@ -607,27 +609,37 @@ class Scheduler:
             )
 
     async def _resolve(self, uid: str) -> None:
-        """Read the pod until the server answers (or the watch settles it first); forget it after the TTL."""
+        """Read the pod until the server answers (or the watch settles it first). A backend that cannot
+        read pods forgets it after the TTL; otherwise the TTL only earns a warning."""
         u = self._uncertain.get(uid)
         read = getattr(self.backend, "bound_node", None)
         delay = 0.1
+        warned = False
         while u is not None and self._uncertain.get(uid) is u:
             left = u.deadline - time.monotonic()
-            if left <= 0:
+            if left <= 0 and read is None:
                 u.message += f"; its state unknown after {self.binding_unknown_ttl:g}s"
                 log.warning("binding %s: %s; forgotten and retried", u.out.pod.key, u.message)
                 self._settle(uid, "")
                 return
+            if left <= 0 and not warned:
+                warned = True
+                log.warning(
+                    "binding %s: state unknown for %gs (the API server does not answer); still counted on %s",
+                    u.out.pod.key,
+                    self.binding_unknown_ttl,
+                    u.out.node,
+                )
             if read is not None:
                 try:
-                    where = await asyncio.wait_for(read(u.out.pod), min(left, 5.0))
+                    where = await asyncio.wait_for(read(u.out.pod), 5.0)
                 except (ClusterAPIError, OSError, TimeoutError) as err:
                     log.debug("reading %s after a lost binding answer: %s", u.out.pod.key, err)
                 else:
                     if self._uncertain.get(uid) is u:
                         self._settle(uid, where)
                     return
-            await asyncio.sleep(min(delay, max(left, 0.0)))
+            await asyncio.sleep(delay if read is not None else min(delay, max(left, 0.0)))
             delay = min(delay * 2, 2.0)
 
     def _spawn(self, coro: Any) -> None:

@@ -7,6 +7,7 @@ import time
 from collections.abc import Callable
 
 import msgspec
+import pytest
 
 from kubesched.api.core import Node, Pod
 from kubesched.cluster.cache import ClusterCache
@@ -63,6 +64,12 @@ class LossyCluster(MemoryCluster):
 
     def on(self, node_name: str) -> list[str]:
         return sorted(p.metadata.name for p in self.pods.values() if p.spec.node_name == node_name)
+
+
+class _NoReads(LossyCluster):
+    """A backend that cannot read a pod back: only the TTL can end an unknown binding."""
+
+    bound_node = None  # type: ignore[assignment]
 
 
 def attached(cluster: MemoryCluster, **kw: float) -> Scheduler:
@@ -133,13 +140,30 @@ async def test_a_lost_answer_is_settled_by_reading_the_pod() -> None:
     assert cluster.on("a") == ["applied", "lost"]
 
 
-async def test_an_unknown_binding_is_forgotten_after_the_ttl() -> None:
+async def test_an_unknown_binding_stays_counted_past_the_ttl_until_the_server_answers(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     cluster = LossyCluster([node("a")], [pod("p1")])
-    cluster.lose["p1"] = False
+    cluster.lose["p1"] = False  # not applied; nobody can tell while reads fail
     cluster.readable = False
+    scheduler = attached(cluster, binding_unknown_ttl=0.2)
+    await settle(scheduler)
+    u = uid(cluster, "p1")
+    await until(lambda: "state unknown for 0.2s" in caplog.text)
+    # Past the TTL, still counted: forgetting it would hand its room to the next pod as the server returns.
+    assert scheduler.cache.pod_node(u) == "a" and u in scheduler._uncertain
+    cluster.readable = True  # the server answers: p1 is not bound, so it is forgotten and retried
+    await until(lambda: not scheduler._uncertain)
+    assert scheduler.cache.pod_node(u) is None
+    entry = scheduler.queue.get(u)
+    assert entry is not None and entry.where == BACKOFF
+
+
+async def test_without_reads_an_unknown_binding_is_forgotten_after_the_ttl() -> None:
+    cluster = _NoReads([node("a")], [pod("p1")])
+    cluster.lose["p1"] = False
     scheduler = attached(cluster, binding_unknown_ttl=0.3)
     await settle(scheduler)
-    assert scheduler.cache.pod_node(uid(cluster, "p1")) == "a"
     started = time.monotonic()
     await until(lambda: not scheduler._uncertain)
     assert time.monotonic() - started < 3
