@@ -135,9 +135,13 @@ def test_a_failed_binding_post_releases_the_reservation(
 def test_a_lost_bind_answer_keeps_the_reservation_and_never_over_commits(
     control_plane: ControlPlane, kube_namespace: str, burst_nodes: None, tmp_path: Path
 ) -> None:
-    """Answers from kube-apiserver to the extender are cut while a burst binds: each POST is applied by the
-    server, the extender cannot read the pod back, and it keeps the reservation; kube-scheduler (told
-    `Error`) tries the pods again. The node's 2 units are never exceeded, during the outage or after."""
+    """Answers from kube-apiserver to the extender are cut while a burst binds: a POST sent on a connection
+    that was open before the cut is applied by the server, its answer lost, and the extender cannot read the
+    pod back, so it keeps the reservation; kube-scheduler (told `Error`) tries the pods again. A new
+    connection cannot even finish its TLS handshake (the server's first answer is cut), so those binds are
+    known not to have been sent and are released. How many POSTs get through depends on how many kept-alive
+    connections the extender had (one or two); either way the node's 2 units are never exceeded, during the
+    outage or after, and no Binding is sent twice."""
     cp, ns = control_plane, kube_namespace
     kubeconfig = grant_extender_rbac(cp)
     host, port = cp.url.removeprefix("https://").rsplit(":", 1)
@@ -150,7 +154,7 @@ def test_a_lost_bind_answer_keeps_the_reservation_and_never_over_commits(
                 proxy.cut_answers()  # the extender's watches, reads and binding POSTs: every answer lost
                 names = [f"c-{i}" for i in range(4)]
                 _create_all(cp, ns, names)
-                _wait("two pods bound by the server", lambda: sum(1 for n in _placement(cp, ns).values() if n) == 2)
+                _wait("a pod bound by the server", lambda: any(_placement(cp, ns).values()))
                 outage_end = time.monotonic() + 8
                 pokes = 0
                 while time.monotonic() < outage_end:
@@ -161,13 +165,15 @@ def test_a_lost_bind_answer_keeps_the_reservation_and_never_over_commits(
                     placed = _placement(cp, ns)
                     assert sum(1 for n in placed.values() if n) <= 2, ("over-committed during the outage", placed)
                     time.sleep(0.2)
-                assert ext.metric("kubesched_extender_reservations_held") == 2  # kept while unknown
+                during = sorted(n for n, node in _placement(cp, ns).items() if node)
+                held = "kubesched_extender_reservations_held"
+                assert ext.metric(held) == len(during), during  # kept while unknown
                 proxy.heal()
                 healed = time.monotonic()
-                held = "kubesched_extender_reservations_held"
                 _wait("reservations confirmed by the watch", lambda: ext.metric(held) == 0)
                 took = time.monotonic() - healed
-                print(f"\nRELIABILITY extender bind answer lost -> reservations confirmed: {took:.1f} s")
+                print(f"\nRELIABILITY extender bind answer lost ({len(during)}) -> confirmed: {took:.1f} s")
+                _wait("two pods bound", lambda: sum(1 for n in _placement(cp, ns).values() if n) == 2, timeout=90)
                 _wait(
                     "the other pods refused",
                     lambda: all(
@@ -178,11 +184,10 @@ def test_a_lost_bind_answer_keeps_the_reservation_and_never_over_commits(
                 time.sleep(3)  # kube-scheduler's retries run: nothing more may land
                 placed = _placement(cp, ns)
                 assert sorted(n for n in placed.values() if n) == [HOT, HOT], placed
-                # Each bound pod's Binding was POSTed once (its answer lost), never again (no 409).
+                # Each Binding whose answer was lost was POSTed once, never again (no 409).
                 log = ext.log.read_text()
-                for name in (n for n, node in placed.items() if node):
+                for name in during:
                     assert log.count(f"binding pod {ns}/{name} to node {HOT}: the answer was lost") == 1, log
-                    assert log.count(f"pod {ns}/{name} ") == 1, log
                 assert "already assigned" not in log, log
         finally:
             ext.stop()
