@@ -162,7 +162,7 @@ async def test_http_errors_and_health() -> None:
 
 async def test_readyz_waits_for_the_nodes() -> None:
     app = make_app(CONFIG)
-    app.cache.synced.clear()
+    app.routes.cache.synced.clear()
     r = await send(app, "GET", "/readyz")
     assert r.status_code == 503 and "not synced" in r.text
 
@@ -190,7 +190,7 @@ def _nested_review(levels: int, where: str) -> bytes:
 @pytest.mark.parametrize("where", ["unknown field of the pod", "known field of the pod", "unknown field of the review"])
 async def test_deeply_nested_json_is_400_naming_the_problem(levels: int, where: str) -> None:
     app = make_app(CONFIG)
-    app.max_body = 1024 * 1024
+    app.routes.max_body = 1024 * 1024
     for path in ("/validate", "/mutate"):
         r = await send(app, "POST", path, _nested_review(levels, where))
         if where == "unknown field of the review" and levels == 300:
