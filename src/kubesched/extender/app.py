@@ -81,7 +81,7 @@ class Dispatcher:
         except BadRequest as err:
             log.info("%s: bad request: %s", verb, err)
             return self._observe(verb, start, (400, str(err).encode(), TEXT))
-        except NotReady as err:  # prioritize before the first sync: kube-scheduler ignores the failure
+        except NotReady as err:  # before the first sync: prioritize failures are ignored, preempt fails the attempt
             return self._observe(verb, start, (503, str(err).encode(), TEXT))
         except Exception as err:
             log.exception("%s failed", verb)
