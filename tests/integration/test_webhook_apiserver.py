@@ -280,3 +280,45 @@ def test_failure_policy_with_the_webhook_down(control_plane: ControlPlane, kube_
             server.stop()
         cp.delete_namespace(ignore_ns)
         cp.delete_namespace(outside_ns)
+
+
+HUGE_FORMS = ("1e9999999", "1e999", "1e30", "8Ei")  # the hostile quantity, else the largest the API server takes
+
+
+def test_hostile_quantities_are_judged_not_500(control_plane: ControlPlane, ns: str) -> None:
+    """Issue 9 item 1 on the webhook: a pod whose request once froze the quantity parser is judged through the
+    real API server (a 500 would fail the create with "failed calling webhook" under failurePolicy Fail)."""
+    refused = []
+    for form in HUGE_FORMS:
+        body = pod(f"huge-{len(refused)}", labels={"custom": "x"}, schedulerName=SCHEDULER)
+        body["spec"]["containers"][0]["resources"] = {"requests": {"cpu": form, "memory": form}}
+        start = time.monotonic()
+        message = denied(control_plane, ns, body)
+        assert message is not None
+        if "admission webhook" not in message:  # the API server's own validation refused the form
+            refused.append(form)
+            continue
+        print(f"\nRELIABILITY webhook, pod cpu/memory {form}: judged in {time.monotonic() - start:.2f} s")
+        assert "failed calling webhook" not in message, message
+        assert "pod can never be scheduled" in message and "Insufficient cpu" in message, message
+        break
+    else:
+        pytest.fail(f"the API server refused every form: {refused}")
+    print(f"RELIABILITY API server refused: {refused or 'none'}")
+
+
+def test_deep_nesting_through_the_api_server(control_plane: ControlPlane, ns: str) -> None:
+    """Issue 9 item 2: a pod nested 200 levels deep in a field the API server keeps (an annotation cannot nest, so
+    metadata.managedFields' fieldsV1, which is free-form JSON). Either the API server refuses it itself, or our
+    webhook answers 400 (the create then fails naming the depth), never a hang or a 500."""
+    deep: Any = {}
+    for i in range(200):
+        deep = {f"f:k{i}": deep}
+    body = pod("deep", labels={"custom": "x"}, schedulerName=SCHEDULER)
+    body["metadata"]["managedFields"] = [
+        {"manager": "test", "operation": "Apply", "apiVersion": "v1", "fieldsType": "FieldsV1", "fieldsV1": deep}
+    ]
+    message = denied(control_plane, ns, body) or ""
+    print(f"\nRELIABILITY webhook, pod nested 200 levels via the API server: {message[:300]}")
+    assert message, "a 200-level nested pod was admitted"
+    assert "failed calling webhook" not in message or "nested deeper than" in message, message
