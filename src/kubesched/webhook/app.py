@@ -9,6 +9,7 @@ face (tests, any ASGI server).
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from collections.abc import Awaitable
@@ -71,12 +72,19 @@ class WebhookRoutes:
             return 200, await self.service.review(phase, body), JSON
         except BadReview as err:
             log.info("%s: bad request: %s", phase, err)
-            return 400, str(err).encode(), TEXT
+            return _status(400, "BadRequest", str(err))
         except RuleFailed as err:
-            return 500, str(err).encode(), TEXT
+            return _status(500, "InternalError", str(err))
         except Exception as err:
             log.exception("%s failed", phase)
-            return 500, f"internal error in {phase}: {type(err).__name__}: {err}".encode(), TEXT
+            return _status(500, "InternalError", f"internal error in {phase}: {type(err).__name__}: {err}")
+
+
+def _status(code: int, reason: str, message: str) -> Response:
+    """An error as a metav1.Status: the API server shows its message in the error it returns for the
+    webhook call (any other body reaches users as "the server rejected our request for an unknown reason")."""
+    status = {"kind": "Status", "apiVersion": "v1", "status": "Failure", "message": message, "reason": reason}
+    return code, json.dumps({**status, "code": code}).encode(), JSON
 
 
 class WebhookApp(ASGIApp):

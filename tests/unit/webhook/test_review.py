@@ -136,8 +136,17 @@ async def test_malformed_requests_get_400_and_the_server_keeps_serving(body: byt
     for path in ("/validate", "/mutate"):
         r = await send(app, "POST", path, body)
         assert r.status_code == 400, r.text
-        assert says in r.text
-        assert r.headers["content-type"].startswith("text/plain")
+        # A metav1.Status, so that the API server shows the message to whoever created the object.
+        assert r.headers["content-type"] == "application/json"
+        status = r.json()
+        assert says in status["message"]
+        assert {k: status[k] for k in ("kind", "apiVersion", "status", "reason", "code")} == {
+            "kind": "Status",
+            "apiVersion": "v1",
+            "status": "Failure",
+            "reason": "BadRequest",
+            "code": 400,
+        }
     assert (await call(app, "/validate", pod()))["allowed"] is True
 
 
@@ -171,7 +180,7 @@ async def test_failing_user_rules_are_500(tmp_rules: Any) -> None:
     for target, says in (("boom", "rule b failed: RuntimeError: rule bug"), ("wrong", "rule b returned str")):
         app = make_app(f"rules:\n- name: b\n  python: rules.py:{target}\n", base=tmp_rules)
         r = await send(app, "POST", "/validate", json.dumps(review(pod())).encode())
-        assert r.status_code == 500 and says in r.text
+        assert r.status_code == 500 and says in r.json()["message"] and r.json()["reason"] == "InternalError"
 
 
 def _nested_review(levels: int, where: str) -> bytes:
