@@ -55,6 +55,7 @@ class Limits:
     max_connections: int = 1024  # past it a new connection gets a 503 and is closed
 
 
+_HEAD, _BODY, _BUSY, _IDLE = 0, 1, 2, 3  # a connection's phases; the deadline depends on the phase
 _LINGER = 0.5  # seconds input is drained after a closing answer (net/http's rstAvoidanceDelay)
 _TOO_MANY = b"too many connections (--max-connections %d): try again later"
 
@@ -80,8 +81,13 @@ class HTTPProtocol(asyncio.Protocol):
         # Requests that arrived (pipelined) while a bind was pending, answered after it in order.
         self.backlog: list[tuple[str, str, bytes, bool]] = []
         # One timer per connection: moving the deadline is a float store; the timer re-arms itself
-        # when it fires before the deadline (it never waits longer than header_timeout).
+        # when it fires before the deadline (it never waits longer than the shortest timeout). Callbacks only
+        # note the phase; its clock is started once per read (`_start_phase`), not once per callback.
         self.loop = asyncio.get_running_loop()
+        self.timeouts = (limits.header_timeout, limits.body_timeout, 0.0, limits.idle_timeout)
+        self.tick = min(limits.header_timeout, limits.body_timeout, limits.idle_timeout)
+        self.phase = _HEAD
+        self.timed = -1  # the phase the deadline was set for; -1: set it at the end of this read
         self.deadline: float | None = None
         self.timer: asyncio.TimerHandle | None = None
 
@@ -96,7 +102,7 @@ class HTTPProtocol(asyncio.Protocol):
             self.transport = None
             return
         self.connections.add(self)
-        self._expire_in(self.limits.header_timeout)
+        self._start_phase()
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.connections.discard(self)
@@ -109,9 +115,13 @@ class HTTPProtocol(asyncio.Protocol):
 
     # ---- timeouts -----------------------------------------------------------------------------
 
-    def _expire_in(self, seconds: float) -> None:
+    def _start_phase(self) -> None:
+        phase = self.timed = self.phase
+        if phase == _BUSY:  # a request is being answered: no read deadline until it is out
+            self.deadline = None
+            return
         now = self.loop.time()
-        self.deadline = now + seconds
+        self.deadline = now + self.timeouts[phase]
         if self.timer is None:
             self._arm(now)
 
@@ -119,7 +129,7 @@ class HTTPProtocol(asyncio.Protocol):
         # Never further ahead than the shortest timeout, so a deadline moved earlier is still met
         # without cancelling the timer: a kept-alive connection costs one wake-up per header_timeout.
         assert self.deadline is not None
-        self.timer = self.loop.call_at(min(self.deadline, now + self.limits.header_timeout), self._on_timer)
+        self.timer = self.loop.call_at(min(self.deadline, now + self.tick), self._on_timer)
 
     def _on_timer(self) -> None:
         self.timer = None
@@ -127,7 +137,7 @@ class HTTPProtocol(asyncio.Protocol):
             return
         now = self.loop.time()
         if self.deadline is None:  # a request is being answered: no read deadline until it is out
-            self.timer = self.loop.call_at(now + self.limits.header_timeout, self._on_timer)
+            self.timer = self.loop.call_at(now + self.tick, self._on_timer)
             return
         if now < self.deadline:
             self._arm(now)
@@ -154,6 +164,8 @@ class HTTPProtocol(asyncio.Protocol):
             self._send((400, b"protocol upgrades are not supported", TEXT), keep_alive=False)
         except httptools.HttpParserError as err:
             self._send((400, f"malformed HTTP request: {err}".encode(), TEXT), keep_alive=False)
+        if self.phase != self.timed:
+            self._start_phase()
 
     # ---- parser callbacks ---------------------------------------------------------------------
 
@@ -172,7 +184,8 @@ class HTTPProtocol(asyncio.Protocol):
         self.url = b""
         self.expect_continue = False
         self.rejected = False
-        self._expire_in(self.limits.header_timeout)
+        self.phase = _HEAD
+        self.timed = -1  # a new request: its header clock starts with this read
 
     def on_url(self, url: bytes) -> None:
         self.url += url
@@ -188,7 +201,7 @@ class HTTPProtocol(asyncio.Protocol):
         self.in_head = False
         if self.transport is None:
             return
-        self._expire_in(self.limits.body_timeout)
+        self.phase = _BODY
         if self.rejected:
             # Answer now and close: the client may still be sending a body we will not read.
             self._send(self.handler.too_large(self._path()), keep_alive=False)
@@ -205,8 +218,8 @@ class HTTPProtocol(asyncio.Protocol):
         self.head_bytes = 0
         if self.rejected or self.transport is None:
             return
-        self.deadline = None  # answering: no read deadline until the answer is out
-        path = self._path()
+        self.phase = _BUSY
+        path = httptools.parse_url(self.url).path.decode("utf-8", "replace")
         method = self.parser.get_method().decode()
         body = self.body.take()
         self.url = b""
@@ -240,6 +253,8 @@ class HTTPProtocol(asyncio.Protocol):
             self._run(*self.backlog.pop(0))
         if self.transport is not None and self.pending is None and keep_alive:
             self.transport.resume_reading()
+        if self.phase != self.timed:
+            self._start_phase()
 
     def _close_after_answer(self) -> None:
         # Closing with unread input makes the kernel send a reset, which can destroy the answer before
@@ -267,7 +282,7 @@ class HTTPProtocol(asyncio.Protocol):
         if not keep_alive:
             self._close_after_answer()
         elif self.pending is None and not self.backlog:
-            self._expire_in(self.limits.idle_timeout)
+            self.phase = _IDLE
 
 
 class HTTPServer:
