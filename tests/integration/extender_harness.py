@@ -64,7 +64,8 @@ class Extender:
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
-    def start(self) -> Extender:
+    def start(self, ready: bool = True) -> Extender:
+        """Start and wait until /readyz answers 200 (with ``ready=False``: until /healthz does)."""
         cmd = [
             sys.executable,
             "-m",
@@ -86,7 +87,7 @@ class Extender:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"extender exited {self.proc.returncode}:\n{self.log.read_text()[-3000:]}")
             with contextlib.suppress(httpx.HTTPError):
-                if httpx.get(f"{self.url}/readyz", timeout=2).status_code == 200:
+                if httpx.get(f"{self.url}/{'readyz' if ready else 'healthz'}", timeout=2).status_code == 200:
                     return self
             time.sleep(0.2)
         raise TimeoutError(f"extender not ready:\n{self.log.read_text()[-3000:]}")

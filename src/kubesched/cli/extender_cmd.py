@@ -17,10 +17,10 @@ from kubesched.cluster.kubeclient import KubeClient, KubeConfigError, connect
 from kubesched.cluster.ledger import DEFAULT_TTL, Ledger
 from kubesched.cluster.source import KubeSource
 from kubesched.extender.app import DEFAULT_MAX_BODY, Dispatcher
-from kubesched.extender.http import ExtenderServer, server_ssl_context
 from kubesched.extender.service import ExtenderService
 from kubesched.framework.profile import ProfileError
 from kubesched.framework.runtime import Framework
+from kubesched.http.server import HTTPServer, server_ssl_context
 from kubesched.policies import PolicyError, load, registry_for
 
 log = logging.getLogger("kubesched.extender")
@@ -114,7 +114,7 @@ def run_serve(args: argparse.Namespace) -> int:
         ledger = Ledger(cache, ttl=args.reservation_ttl)
         service = ExtenderService(policy, framework, cache, client, ledger)
         dispatcher = Dispatcher(service, prefix=args.prefix, max_body=args.max_body_bytes)
-        server = ExtenderServer(dispatcher, host, port, tls, limits)
+        server = HTTPServer(dispatcher, host, port, tls, limits)
         tasks = []
         if client is not None and not args.nodes:
             source = KubeSource(cache, client, watch_pods=watch_pods)

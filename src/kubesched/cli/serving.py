@@ -7,13 +7,11 @@ import asyncio
 import contextlib
 import logging
 import signal
-from collections.abc import Coroutine, Iterable, Iterator
+from collections.abc import Coroutine, Iterable
 from typing import Any
 
-import uvicorn
-
 from kubesched.cli.errors import CLIError
-from kubesched.extender.http import Limits
+from kubesched.http.server import Limits
 
 log = logging.getLogger("kubesched")
 
@@ -56,26 +54,6 @@ async def wait_for_stop_signal() -> None:
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.remove_signal_handler(sig)
     log.info("shutting down")
-
-
-class GracefulServer(uvicorn.Server):
-    """uvicorn that stops on SIGINT/SIGTERM after the requests in flight and exits 0 (uvicorn itself
-    re-raises the signal, which ends the process with a signal status)."""
-
-    @contextlib.contextmanager
-    def capture_signals(self) -> Iterator[None]:
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(sig, self._stop)
-        try:
-            yield
-        finally:
-            for sig in (signal.SIGINT, signal.SIGTERM):
-                loop.remove_signal_handler(sig)
-
-    def _stop(self) -> None:
-        log.info("shutting down")
-        self.should_exit = True
 
 
 def add_limit_flags(parser: argparse.ArgumentParser) -> None:
@@ -121,23 +99,3 @@ def limits_from(args: argparse.Namespace) -> Limits:
     return Limits(
         args.max_header_bytes, args.header_timeout, args.body_timeout, args.idle_timeout, args.max_connections
     )
-
-
-def uvicorn_limits(limits: Limits) -> dict[str, Any]:
-    """The same limits for a uvicorn server (the webhook): h11, whose incomplete-event cap is a header
-    size limit (httptools in uvicorn has none), a connection cap answered with 503, the keep-alive
-    timeout, and a first-request timeout uvicorn lacks (a client that connects and sends nothing)."""
-    from uvicorn.protocols.http.h11_impl import H11Protocol
-
-    class Protocol(H11Protocol):
-        def connection_made(self, transport: Any) -> None:
-            super().connection_made(transport)
-            # uvicorn arms its keep-alive timer only after a response; data_received cancels it.
-            self.timeout_keep_alive_task = self.loop.call_later(limits.header_timeout, self.timeout_keep_alive_handler)
-
-    return {
-        "http": Protocol,
-        "h11_max_incomplete_event_size": limits.max_header_bytes,
-        "limit_concurrency": limits.max_connections,
-        "timeout_keep_alive": limits.idle_timeout,
-    }

@@ -8,17 +8,16 @@ import logging
 import ssl
 from pathlib import Path
 
-import uvicorn
-
 from kubesched.cli import logs, serving
 from kubesched.cli.errors import CLIError
-from kubesched.cli.serving import GracefulServer, parse_listen
+from kubesched.cli.serving import parse_listen, wait_for_stop_signal
 from kubesched.cluster.cache import ClusterCache
 from kubesched.cluster.files import ClusterFileError, read_objects
 from kubesched.cluster.kubeclient import KubeClient, KubeConfigError, connect
 from kubesched.cluster.source import KubeSource
+from kubesched.http.server import HTTPServer, server_ssl_context
 from kubesched.webhook import config as webhook_config
-from kubesched.webhook.app import DEFAULT_MAX_BODY, WebhookApp
+from kubesched.webhook.app import DEFAULT_MAX_BODY, WebhookRoutes
 from kubesched.webhook.service import AdmissionService
 
 log = logging.getLogger("kubesched.webhook")
@@ -42,14 +41,14 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     serve.set_defaults(func=run_serve)
 
 
-def _check_tls(cert: Path | None, key: Path | None) -> None:
+def _tls(cert: Path | None, key: Path | None) -> ssl.SSLContext:
     if cert is None or key is None:
         raise CLIError("the webhook serves HTTPS only: give --tls-cert and --tls-key (kubesched certs makes them)")
     for flag, path in (("--tls-cert", cert), ("--tls-key", key)):
         if not path.is_file():
             raise CLIError(f"{flag}: no such file {path}")
     try:
-        ssl.create_default_context(ssl.Purpose.CLIENT_AUTH).load_cert_chain(cert, key)
+        return server_ssl_context(str(cert), str(key))
     except ssl.SSLError as err:
         raise CLIError(f"--tls-cert/--tls-key: not a usable certificate and key: {err.reason or err}") from None
 
@@ -57,7 +56,7 @@ def _check_tls(cert: Path | None, key: Path | None) -> None:
 def run_serve(args: argparse.Namespace) -> int:
     logs.setup(args.log_level, args.log_format)
     host, port = parse_listen(args.listen)
-    _check_tls(args.tls_cert, args.tls_key)
+    tls = _tls(args.tls_cert, args.tls_key)
     if args.max_body_bytes <= 0:
         raise CLIError("--max-body-bytes: must be positive")
     limits = serving.limits_from(args)
@@ -89,30 +88,24 @@ def run_serve(args: argparse.Namespace) -> int:
 
     async def main() -> None:
         client = KubeClient(conn) if conn else None
-        app = WebhookApp(AdmissionService(config), cache, max_body=args.max_body_bytes)
-        server = GracefulServer(
-            uvicorn.Config(
-                app,
-                host=host,
-                port=port,
-                lifespan="off",
-                access_log=False,
-                log_config=None,
-                **serving.uvicorn_limits(limits),
-                ssl_certfile=str(args.tls_cert),
-                ssl_keyfile=str(args.tls_key),
-            )
-        )
+        routes = WebhookRoutes(AdmissionService(config), cache, max_body=args.max_body_bytes)
+        server = HTTPServer(routes, host, port, tls, limits)
         tasks = []
         if client is not None:
             source = KubeSource(cache, client, watch_pods=False)
             log.info("nodes follow %s", source.describe())
             tasks.append(asyncio.create_task(source.run()))
         rules = ", ".join(f"{r.name} ({r.phase})" for r in config.rules)
+        try:
+            await server.start()
+        except OSError as err:
+            await serving.stop_tasks(tasks)
+            raise CLIError(f"--listen {args.listen}: {err.strerror or err}") from None
         log.info("serving admission webhook on https://%s:%d: rules %s", host, port, rules)
         try:
-            await server.serve()
+            await wait_for_stop_signal()
         finally:
+            await server.shutdown()
             await serving.stop_tasks(tasks)
             if client is not None:
                 await client.aclose()

@@ -6,9 +6,9 @@ what is wrong; an unexpected failure gets a 500 with its message and is logged; 
 serving either way.
 
 `Dispatcher.dispatch` answers filter, prioritize and preempt synchronously (pure CPU work) and
-returns an awaitable only for bind, which calls the API server. Two transports use it: the lean
-HTTP/1.1 server of `kubesched.extender.http` (what `kubesched extender serve` runs) and the ASGI
-adapter `ExtenderApp` below (tests, and any ASGI server).
+returns an awaitable only for bind, which calls the API server. It is a `kubesched.http` handler:
+the lean HTTP/1.1 server of `kubesched.http.server` carries it (what `kubesched extender serve`
+runs), or the ASGI adapter `ExtenderApp` below (tests, and any ASGI server).
 """
 
 from __future__ import annotations
@@ -17,18 +17,15 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 
-from kubesched.asgi import Receive, Scope, Send, TooLarge, lifespan, read_body, reply
 from kubesched.extender.metrics import ExtenderMetrics
 from kubesched.extender.service import BadRequest, ExtenderService, NotReady
+from kubesched.http.asgi import ASGIApp
+from kubesched.http.handler import JSON, TEXT, Response, too_large_response
 
 log = logging.getLogger("kubesched.extender")
 
 VERBS = ("filter", "prioritize", "bind", "preempt")
 DEFAULT_MAX_BODY = 256 * 1024 * 1024
-JSON = b"application/json"
-TEXT = b"text/plain; charset=utf-8"
-
-Response = tuple[int, bytes, bytes]  # status, body, content type
 
 
 class Dispatcher:
@@ -61,12 +58,11 @@ class Dispatcher:
             for v in VERBS
         }
 
-    def too_large(self) -> Response:
-        return 413, f"request body over the limit of {self.max_body} bytes (--max-body-bytes)".encode(), TEXT
-
-    def needs_body(self, method: str, path: str) -> bool:
-        """Whether the route reads a body (only the verbs do; others answer without reading it)."""
-        return method == "POST" and path in self._verbs
+    def too_large(self, path: str) -> Response:
+        verb = self._verbs.get(path)
+        if verb is not None:
+            self.metrics.requests.labels(verb, "413").inc()
+        return too_large_response(self.max_body)
 
     def dispatch(self, method: str, path: str, body: bytes) -> Response | Awaitable[Response]:
         verb = self._verbs.get(path)
@@ -85,7 +81,7 @@ class Dispatcher:
         except BadRequest as err:
             log.info("%s: bad request: %s", verb, err)
             return self._observe(verb, start, (400, str(err).encode(), TEXT))
-        except NotReady as err:  # prioritize before the first sync: kube-scheduler ignores the failure
+        except NotReady as err:  # before the first sync: prioritize failures are ignored, preempt fails the attempt
             return self._observe(verb, start, (503, str(err).encode(), TEXT))
         except Exception as err:
             log.exception("%s failed", verb)
@@ -128,11 +124,7 @@ class Dispatcher:
         return 404, f"unknown path {path!r}: this extender serves POST {served}".encode(), TEXT
 
 
-def _internal(verb: str, err: Exception) -> Response:
-    return 500, f"internal error in {verb}: {type(err).__name__}: {err}".encode(), TEXT
-
-
-class ExtenderApp:
+class ExtenderApp(ASGIApp):
     """The dispatcher as an ASGI application."""
 
     def __init__(
@@ -144,18 +136,4 @@ class ExtenderApp:
         metrics: ExtenderMetrics | None = None,
     ) -> None:
         self.dispatcher = Dispatcher(service, prefix=prefix, max_body=max_body, metrics=metrics)
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "lifespan":
-            return await lifespan(receive, send)
-        if scope["type"] != "http":
-            return
-        d = self.dispatcher
-        body = b""
-        if d.needs_body(scope["method"], scope["path"]):
-            try:
-                body = await read_body(scope, receive, d.max_body)
-            except TooLarge:
-                return await reply(send, *d.too_large())
-        result = d.dispatch(scope["method"], scope["path"], body)
-        await reply(send, *(result if isinstance(result, tuple) else await result))
+        super().__init__(self.dispatcher)

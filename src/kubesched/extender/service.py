@@ -439,6 +439,10 @@ class ExtenderService:
             raise BadRequest(str(err)) from None
         if args.Pod is None:
             raise BadRequest("invalid ExtenderPreemptionArgs: Pod is missing or null")
+        if not self.cache.synced.is_set():
+            # No picture of the nodes to judge evictions by: an error (HTTP 503) makes kube-scheduler's
+            # preemption fail for this attempt (SchedulerError, retried with backoff) rather than evict.
+            raise NotReady(NOT_SYNCED)
         pod = self._compile(args.Pod)
         proposal: dict[str, tuple[list[str], int]] = {}
         for node, v in (args.NodeNameToMetaVictims or {}).items():
@@ -458,18 +462,22 @@ class ExtenderService:
         """The victims to keep on ``node``, or None when the policy vetoes the node."""
         table = self.cache.table
         row = table.index.get(node)
-        if row is not None:
-            # Would the policy take the pod there once the victims are gone?
-            removed = [p for p in (table.remove_pod(row, u) for u in uids) if p is not None]
-            try:
-                fits = len(self.framework.find_feasible(CycleState(), pod, NodeBatch(table, np.array([row]))).feasible)
-            except FrameworkError:
-                fits = 0
-            finally:
-                for p in removed:
-                    table.add_pod(row, p)
-            if not fits:
-                return None
+        if row is None:
+            # A node the cache does not know (yet): nothing to judge the evictions by, so no evictions
+            # there (kube-scheduler drops the node from the candidates).
+            log.info("preempt: node %s is not in the node cache: vetoed", node)
+            return None
+        # Would the policy take the pod there once the victims are gone?
+        removed = [p for p in (table.remove_pod(row, u) for u in uids) if p is not None]
+        try:
+            fits = len(self.framework.find_feasible(CycleState(), pod, NodeBatch(table, np.array([row]))).feasible)
+        except FrameworkError:
+            fits = 0
+        finally:
+            for p in removed:
+                table.add_pod(row, p)
+        if not fits:
+            return None
         if self.policy.preempt is not None:
             kept = self.policy.preempt(pod, node, list(uids))
             return None if kept is None else [u for u in kept if u in uids]

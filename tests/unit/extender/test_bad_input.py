@@ -8,6 +8,7 @@ import pytest
 from .conftest import pod
 
 GOOD = {"Pod": pod(), "Nodes": None, "NodeNames": ["n-big"]}
+PREEMPT = {"Pod": pod(need=1), "NodeNameToMetaVictims": {"n-big": {"Pods": [{"UID": "v1"}], "NumPDBViolations": 0}}}
 
 
 @pytest.mark.parametrize(
@@ -93,9 +94,21 @@ async def test_before_the_first_sync_filter_errors_and_prioritize_is_503(client:
     assert "node cache has not synced" in r.json()["Error"]
     r = await client.post("/prioritize", json=GOOD)
     assert r.status_code == 503 and "not synced" in r.text
+    # preempt must not vouch for evictions it cannot judge: an error fails kube-scheduler's preemption.
+    r = await client.post("/preempt", json=PREEMPT)
+    assert r.status_code == 503 and "not synced" in r.text
     service.cache.synced.set()
+    r = await client.post("/preempt", json=PREEMPT)
+    assert r.json() == {"NodeNameToMetaVictims": {"n-big": {"Pods": [{"UID": "v1"}], "NumPDBViolations": 0}}}
     r = await client.post("/filter", json=GOOD)
     assert r.json()["NodeNames"] == ["n-big"] and r.json()["Error"] == ""
+
+
+async def test_preempt_vetoes_nodes_the_cache_does_not_know(client: httpx.AsyncClient) -> None:
+    victims = {"Pods": [{"UID": "v1"}], "NumPDBViolations": 0}
+    args = {**PREEMPT, "NodeNameToMetaVictims": {"n-big": victims, "n-new": victims}}
+    r = await client.post("/preempt", json=args)
+    assert r.json() == {"NodeNameToMetaVictims": {"n-big": victims}}
 
 
 async def test_names_the_cache_does_not_know_get_a_resolvable_reason(client: httpx.AsyncClient) -> None:

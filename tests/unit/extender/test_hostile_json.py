@@ -11,7 +11,7 @@ import pytest
 
 from kubesched.api.nesting import deeper_than, depth
 from kubesched.extender.app import Dispatcher
-from kubesched.extender.http import ExtenderServer
+from kubesched.http.server import HTTPServer
 
 from .conftest import make_service, pod
 
@@ -20,7 +20,7 @@ GOOD = {"Pod": pod(), "Nodes": None, "NodeNames": ["n-big", "n-empty"]}
 
 @pytest.fixture
 async def client() -> AsyncIterator[httpx.AsyncClient]:
-    srv = ExtenderServer(Dispatcher(make_service(), max_body=4 * 1024 * 1024), "127.0.0.1", 0)
+    srv = HTTPServer(Dispatcher(make_service(), max_body=4 * 1024 * 1024), "127.0.0.1", 0)
     await srv.start()
     async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{srv.bound_port}") as c:
         yield c

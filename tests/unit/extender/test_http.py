@@ -11,7 +11,7 @@ import httpx
 import pytest
 
 from kubesched.extender.app import Dispatcher
-from kubesched.extender.http import ExtenderServer
+from kubesched.http.server import HTTPServer
 
 from .conftest import make_service, pod
 
@@ -19,8 +19,8 @@ GOOD = json.dumps({"Pod": pod(), "Nodes": None, "NodeNames": ["n-big", "n-empty"
 
 
 @pytest.fixture
-async def server() -> AsyncIterator[ExtenderServer]:
-    srv = ExtenderServer(Dispatcher(make_service(), max_body=4096), "127.0.0.1", 0)
+async def server() -> AsyncIterator[HTTPServer]:
+    srv = HTTPServer(Dispatcher(make_service(), max_body=4096), "127.0.0.1", 0)
     await srv.start()
     yield srv
     await srv.shutdown(grace=1)
@@ -50,7 +50,7 @@ def post(body: bytes, path: str = "/filter", extra: bytes = b"") -> bytes:
     return b"POST %s HTTP/1.1\r\nHost: x\r\n%sContent-Length: %d\r\n\r\n%s" % (path.encode(), extra, len(body), body)
 
 
-async def test_keep_alive_and_pipelined_requests_answer_in_order(server: ExtenderServer) -> None:
+async def test_keep_alive_and_pipelined_requests_answer_in_order(server: HTTPServer) -> None:
     raw = post(GOOD) + post(GOOD, "/prioritize") + b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"
     answers = await exchange(server.bound_port, raw, 3)
     assert [a[0] for a in answers] == [200, 200, 200]
@@ -59,14 +59,14 @@ async def test_keep_alive_and_pipelined_requests_answer_in_order(server: Extende
     assert answers[2][1] == b"ok"
 
 
-async def test_bind_in_flight_keeps_later_answers_behind_it(server: ExtenderServer) -> None:
+async def test_bind_in_flight_keeps_later_answers_behind_it(server: HTTPServer) -> None:
     bind = json.dumps({"PodName": "p", "PodNamespace": "d", "PodUID": "u", "Node": "n-big"}).encode()
     answers = await exchange(server.bound_port, post(bind, "/bind") + post(GOOD), 2)
     assert "no cluster connection" in json.loads(answers[0][1])["Error"]
     assert json.loads(answers[1][1])["NodeNames"] == ["n-big"]
 
 
-async def test_chunked_body_and_expect_continue(server: ExtenderServer) -> None:
+async def test_chunked_body_and_expect_continue(server: HTTPServer) -> None:
     half = len(GOOD) // 2
     chunked = b"%x\r\n%s\r\n%x\r\n%s\r\n0\r\n\r\n" % (half, GOOD[:half], len(GOOD) - half, GOOD[half:])
     raw = b"POST /filter HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n" + chunked
@@ -80,7 +80,7 @@ async def test_chunked_body_and_expect_continue(server: ExtenderServer) -> None:
     writer.close()
 
 
-async def test_limits_and_malformed_requests_then_keeps_serving(server: ExtenderServer) -> None:
+async def test_limits_and_malformed_requests_then_keeps_serving(server: HTTPServer) -> None:
     port = server.bound_port
     too_big = await exchange(port, b"POST /filter HTTP/1.1\r\nHost: x\r\nContent-Length: 99999\r\n\r\n")
     assert too_big[0][0] == 413 and b"limit of 4096 bytes" in too_big[0][1]
@@ -96,7 +96,7 @@ async def test_limits_and_malformed_requests_then_keeps_serving(server: Extender
 
 
 async def test_shutdown_waits_for_requests_in_flight() -> None:
-    srv = ExtenderServer(Dispatcher(make_service()), "127.0.0.1", 0)
+    srv = HTTPServer(Dispatcher(make_service()), "127.0.0.1", 0)
     await srv.start()
     port = srv.bound_port
     reader, writer = await asyncio.open_connection("127.0.0.1", port)

@@ -136,8 +136,17 @@ async def test_malformed_requests_get_400_and_the_server_keeps_serving(body: byt
     for path in ("/validate", "/mutate"):
         r = await send(app, "POST", path, body)
         assert r.status_code == 400, r.text
-        assert says in r.text
-        assert r.headers["content-type"].startswith("text/plain")
+        # A metav1.Status, so that the API server shows the message to whoever created the object.
+        assert r.headers["content-type"] == "application/json"
+        status = r.json()
+        assert says in status["message"]
+        assert {k: status[k] for k in ("kind", "apiVersion", "status", "reason", "code")} == {
+            "kind": "Status",
+            "apiVersion": "v1",
+            "status": "Failure",
+            "reason": "BadRequest",
+            "code": 400,
+        }
     assert (await call(app, "/validate", pod()))["allowed"] is True
 
 
@@ -162,7 +171,7 @@ async def test_http_errors_and_health() -> None:
 
 async def test_readyz_waits_for_the_nodes() -> None:
     app = make_app(CONFIG)
-    app.cache.synced.clear()
+    app.routes.cache.synced.clear()
     r = await send(app, "GET", "/readyz")
     assert r.status_code == 503 and "not synced" in r.text
 
@@ -171,7 +180,7 @@ async def test_failing_user_rules_are_500(tmp_rules: Any) -> None:
     for target, says in (("boom", "rule b failed: RuntimeError: rule bug"), ("wrong", "rule b returned str")):
         app = make_app(f"rules:\n- name: b\n  python: rules.py:{target}\n", base=tmp_rules)
         r = await send(app, "POST", "/validate", json.dumps(review(pod())).encode())
-        assert r.status_code == 500 and says in r.text
+        assert r.status_code == 500 and says in r.json()["message"] and r.json()["reason"] == "InternalError"
 
 
 def _nested_review(levels: int, where: str) -> bytes:
@@ -190,7 +199,7 @@ def _nested_review(levels: int, where: str) -> bytes:
 @pytest.mark.parametrize("where", ["unknown field of the pod", "known field of the pod", "unknown field of the review"])
 async def test_deeply_nested_json_is_400_naming_the_problem(levels: int, where: str) -> None:
     app = make_app(CONFIG)
-    app.max_body = 1024 * 1024
+    app.routes.max_body = 1024 * 1024
     for path in ("/validate", "/mutate"):
         r = await send(app, "POST", path, _nested_review(levels, where))
         if where == "unknown field of the review" and levels == 300:
