@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import Any
 
 import msgspec
-import uvicorn
 
 from kubesched.api.core import Node, ObjectMeta, Pod, ReplicationController, Service, Workload
 from kubesched.api.policy import PodDisruptionBudget
@@ -29,13 +28,14 @@ from kubesched.cluster.reflector import Handlers, Reflector
 from kubesched.cluster.source import ACTIVE_PODS
 from kubesched.cluster.workloads import Workloads
 from kubesched.framework.interfaces import Handle
+from kubesched.http.server import HTTPServer
 from kubesched.plugins.pod_topology_spread import DEFAULT_SELECTOR_SERVICE
 from kubesched.scheduler.api import APIBackend
 from kubesched.scheduler.config import ConfigError
 from kubesched.scheduler.leader import LeaderElector, LeadershipLost, default_identity
 from kubesched.scheduler.pluginmanager import Built, Reloader, module_files
 from kubesched.scheduler.scheduler import Scheduler
-from kubesched.scheduler.server import SchedulerApp
+from kubesched.scheduler.server import SchedulerRoutes
 
 log = logging.getLogger("kubesched.scheduler")
 DRAIN_GRACE = 5.0  # bindings in flight at SIGTERM
@@ -148,15 +148,6 @@ def reflectors(
     ]
 
 
-class _Server(uvicorn.Server):
-    def install_signal_handlers(self) -> None:  # we own the signals
-        return None
-
-    @contextlib.contextmanager
-    def capture_signals(self) -> Any:
-        yield
-
-
 async def serve(options: LiveOptions) -> int:
     """Run until SIGTERM/SIGINT (0) or a lost lease (1)."""
     client = KubeClient(options.connection, user_agent="kubesched-scheduler")
@@ -184,16 +175,20 @@ async def serve(options: LiveOptions) -> int:
     scheduler = Scheduler(cache, backend, options.build, batching=options.batching, services=services)
     if elector is not None:
         scheduler.metrics.master_status.labels(election.resource_name).set(0)  # a standby until it leads
-    app = SchedulerApp(scheduler.metrics, lambda: cache.synced.is_set())
-    server = _Server(
-        uvicorn.Config(app, host=options.host, port=options.port, lifespan="off", access_log=False, log_config=None)
-    )
+    server = HTTPServer(SchedulerRoutes(scheduler.metrics, lambda: cache.synced.is_set()), options.host, options.port)
+    try:
+        await server.start()
+    except OSError as bind_err:
+        log.error("cannot serve health and metrics on %s:%d: %s", options.host, options.port, bind_err.strerror)
+        await client.aclose()
+        if lease_client is not None:
+            await lease_client.aclose()
+        return 1
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
     background = [asyncio.create_task(r.run()) for r in reflectors(client, scheduler, backend, workloads)]
-    background.append(asyncio.create_task(server.serve()))
     if options.config_path is not None:
 
         def apply(built: Built) -> None:
@@ -266,7 +261,7 @@ async def serve(options: LiveOptions) -> int:
         await backend.aclose(REPORT_GRACE)
     finally:
         stopping.cancel()
-        server.should_exit = True
+        await server.shutdown(grace=1.0)
         for task in background:
             task.cancel()
         if background:

@@ -1,40 +1,39 @@
-"""The scheduler's HTTP face: /healthz and /livez, /readyz (200 once the cache has synced), /metrics."""
+"""The scheduler's HTTP face: /healthz and /livez, /readyz (200 once the cache has synced), /metrics.
+
+A `kubesched.http` handler, carried by the same lean server as the extender and the webhook, with the
+same limits (header size, read and idle timeouts, connection cap).
+"""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
-from typing import Any
+from collections.abc import Callable
 
+from kubesched.http.handler import TEXT, Response, too_large_response
 from kubesched.scheduler.metrics import SchedulerMetrics
 
-Scope = dict[str, Any]
-Receive = Callable[[], Awaitable[dict[str, Any]]]
-Send = Callable[[dict[str, Any]], Awaitable[None]]
-_TEXT = [(b"content-type", b"text/plain; charset=utf-8")]
+_PROMETHEUS = b"text/plain; version=0.0.4"
 
 
-class SchedulerApp:
-    """A bare ASGI app; ``ready`` says whether the cluster state has synced."""
+class SchedulerRoutes:
+    """``ready`` says whether the cluster state has synced. No route takes a body."""
+
+    max_body = 0
 
     def __init__(self, metrics: SchedulerMetrics, ready: Callable[[], bool]) -> None:
         self.metrics = metrics
         self.ready = ready
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            return
-        path = scope["path"]
+    def dispatch(self, method: str, path: str, body: bytes) -> Response:
+        if method not in ("GET", "HEAD"):
+            return 405, f"{path} takes GET, not {method}".encode(), TEXT
         if path in ("/healthz", "/livez"):
-            await _reply(send, 200, b"ok", _TEXT)
-        elif path == "/readyz":
+            return 200, b"ok", TEXT
+        if path == "/readyz":
             ok = self.ready()
-            await _reply(send, 200 if ok else 503, b"ok" if ok else b"cluster state not synced yet", _TEXT)
-        elif path == "/metrics":
-            await _reply(send, 200, self.metrics.render(), [(b"content-type", b"text/plain; version=0.0.4")])
-        else:
-            await _reply(send, 404, f"unknown path {path!r}: try /healthz, /readyz or /metrics".encode(), _TEXT)
+            return (200, b"ok", TEXT) if ok else (503, b"cluster state not synced yet", TEXT)
+        if path == "/metrics":
+            return 200, self.metrics.render(), _PROMETHEUS
+        return 404, f"unknown path {path!r}: try /healthz, /readyz or /metrics".encode(), TEXT
 
-
-async def _reply(send: Send, status: int, body: bytes, headers: list[tuple[bytes, bytes]]) -> None:
-    await send({"type": "http.response.start", "status": status, "headers": headers})
-    await send({"type": "http.response.body", "body": body})
+    def too_large(self, path: str) -> Response:
+        return too_large_response(self.max_body)
