@@ -10,7 +10,6 @@ trim victims.
 from __future__ import annotations
 
 import logging
-import random
 from dataclasses import dataclass
 
 import msgspec
@@ -18,15 +17,15 @@ import numpy as np
 import numpy.typing as npt
 
 from kubesched.api import extender as wire
-from kubesched.api.core import Pod
 from kubesched.api.nesting import too_deep
 from kubesched.api.slim import node_type
 from kubesched.cluster.cache import ClusterCache
-from kubesched.cluster.kubeclient import AnswerLost, APIError, KubeClient
+from kubesched.cluster.kubeclient import KubeClient
 from kubesched.cluster.ledger import Ledger
 from kubesched.core.nodetable import NodeTable, Rows, table_of
 from kubesched.core.podinfo import PodInfo, compile_pod
 from kubesched.core.quantity import QuantityError
+from kubesched.extender.binding import BindingWriter
 from kubesched.extender.replies import filter_reply, priorities_reply, quote_all
 from kubesched.framework.interfaces import CycleState, NodeBatch
 from kubesched.framework.policy import Policy
@@ -84,12 +83,10 @@ class ExtenderService:
         self.policy = policy
         self.framework = framework
         self.cache = cache
-        self.client = client
         self.ledger = ledger if ledger is not None else Ledger(cache)
         # Only an extender that can bind needs the pods of filter requests again (bind names them only).
         self._remember = client is not None
-        self._pod_decoder = msgspec.json.Decoder(Pod)
-        self.rng = random.Random()
+        self._writer = BindingWriter(client, self.ledger) if client is not None else None
         # Not a PodCompiler: keying each request's pod by its encoded spec costs more than the compiling
         # it saves (measured side by side with the Go extender).
         self._compile = compile_pod
@@ -286,18 +283,18 @@ class ExtenderService:
         missing = [k for k in ("PodName", "PodNamespace", "Node") if not getattr(args, k)]
         if missing:
             raise BadRequest(f"invalid ExtenderBindingArgs: {', '.join(missing)} missing or empty")
-        if self.client is None:
+        if self._writer is None:
             error = "this extender has no cluster connection (start it with --kubeconfig or in a cluster) to bind"
             return _bind_result(error)
         key = f"{args.PodNamespace}/{args.PodName}"
         info = self.ledger.recall(args.PodUID) if args.PodUID else None
         if info is None:
-            found = await self._fetch_pod(args)
+            found = await self._writer.fetch_pod(args)
             if isinstance(found, str):
                 return _bind_result(found)
             info = found
         if self.ledger.unknown_node(info.uid) is not None:
-            settled = await self._settle_unknown(args, info)
+            settled = await self._writer.settle_unknown(args, info)
             if settled is not None:
                 return _bind_result(settled)
         # From here to the reservation: no await, so no other request can take the same capacity.
@@ -305,31 +302,12 @@ class ExtenderService:
         if reason is not None:
             log.info("bind %s to %s refused: %s", key, args.Node, reason)
             return _bind_result(f"pod {key} no longer fits node {args.Node}: {reason}")
-        outcome = await self._post_binding(args, info)
+        outcome = await self._writer.post_binding(args, info)
         if outcome is None:
             self.ledger.finish(info.uid)
             log.info("bound %s to %s", key, args.Node)
             return _bind_result("")
         return _bind_result(outcome)
-
-    async def _settle_unknown(self, args: wire.ExtenderBindingArgs, info: PodInfo) -> str | None:
-        """An earlier binding of this pod lost its answer: learn where it is before binding it again.
-
-        None: it is not bound, go on; "" : it is bound on the requested node (success); else the error.
-        """
-        key = f"{args.PodNamespace}/{args.PodName}"
-        where = await self._node_of(args)
-        if where is None:
-            return f"binding pod {key}: an earlier binding's outcome is still unknown (API server unreachable)"
-        if where == "":
-            self.ledger.release(info.uid)
-            return None
-        if where == args.Node:
-            self.ledger.move(info, where)
-            log.info("bound %s to %s (an earlier binding whose answer was lost; read back)", key, where)
-            return ""
-        self.ledger.move(info, where)
-        return f"binding pod {key} to node {args.Node} failed: the pod is already bound to node {where}"
 
     def _refusal(self, pod: PodInfo, row: int) -> str | None:
         """Why the policy would not take ``pod`` on the node at ``row`` now (None: it fits)."""
@@ -343,83 +321,6 @@ class ExtenderService:
         if diagnosis.pre_filter is not None:
             return diagnosis.pre_filter.message
         return ", ".join(diagnosis.reason_counts()) or "rejected by the policy"
-
-    async def _fetch_pod(self, args: wire.ExtenderBindingArgs) -> PodInfo | str:
-        """The pod to bind when no filter request showed it (no filterVerb, or forgotten): ask the API server."""
-        assert self.client is not None
-        key = f"{args.PodNamespace}/{args.PodName}"
-        try:
-            raw = await self.client.request("GET", f"/api/v1/namespaces/{args.PodNamespace}/pods/{args.PodName}")
-            pod = self._compile(self._pod_decoder.decode(raw))
-        except APIError as err:
-            return f"binding pod {key} failed: cannot read the pod: {err}"
-        except OSError as err:
-            return f"binding pod {key} failed: API server unreachable: {err or type(err).__name__}"
-        except (msgspec.DecodeError, ValueError) as err:
-            return f"binding pod {key} failed: cannot read the pod: {err}"
-        if args.PodUID and pod.uid != args.PodUID:
-            return f"binding pod {key} failed: the pod was replaced (UID {pod.uid}, not {args.PodUID})"
-        return pod
-
-    async def _post_binding(self, args: wire.ExtenderBindingArgs, info: PodInfo) -> str | None:
-        """POST the Binding; None when it was applied, else the error for kube-scheduler.
-
-        The reservation is released when the binding certainly did not happen; when the answer was lost
-        it is kept (with its TTL) unless reading the pod back tells which way it went.
-        """
-        assert self.client is not None
-        key = f"{args.PodNamespace}/{args.PodName}"
-        uid = info.uid or args.PodUID
-        meta: dict[str, str] = {"name": args.PodName, "namespace": args.PodNamespace}
-        if uid:
-            meta["uid"] = uid
-        binding = {
-            "apiVersion": "v1",
-            "kind": "Binding",
-            "metadata": meta,
-            "target": {"apiVersion": "v1", "kind": "Node", "name": args.Node},
-        }
-        path = f"/api/v1/namespaces/{args.PodNamespace}/pods/{args.PodName}/binding"
-        try:
-            await self.client.request("POST", path, binding)
-            return None
-        except APIError as err:  # the API server answered: this binding did not happen
-            assigned = err.assigned_node
-            if assigned == args.Node:
-                return None  # bound there already (by an earlier binding of ours whose answer was lost)
-            if assigned is not None:
-                self.ledger.move(info, assigned)  # bound elsewhere: counted there until the watch says so
-            else:
-                self.ledger.release(uid)
-            msg = f"binding pod {key} to node {args.Node} failed: {err}"
-        except AnswerLost as err:  # sent, answer lost: it may have been applied
-            where = await self._node_of(args)
-            if where == args.Node:
-                log.info("bound %s to %s (the answer was lost; read back)", key, args.Node)
-                return None
-            if where is None:
-                self.ledger.mark_unknown(uid)  # keep counting it until the watch or a read-back says, or the TTL
-            elif where:
-                self.ledger.move(info, where)  # bound elsewhere meanwhile: counted where it is
-            else:
-                self.ledger.release(uid)
-            msg = f"binding pod {key} to node {args.Node}: the answer was lost ({err or type(err).__name__})"
-        except OSError as err:  # TransportError: never sent
-            self.ledger.release(uid)
-            msg = f"binding pod {key} failed: API server unreachable: {err or type(err).__name__}"
-        log.warning("%s", msg)
-        return msg
-
-    async def _node_of(self, args: wire.ExtenderBindingArgs) -> str | None:
-        """The pod's node as the API server has it now ("" unbound or gone), None if it cannot be read."""
-        assert self.client is not None
-        try:
-            raw = await self.client.request("GET", f"/api/v1/namespaces/{args.PodNamespace}/pods/{args.PodName}")
-            return self._pod_decoder.decode(raw).spec.node_name or ""
-        except APIError as err:
-            return "" if err.status == 404 else None
-        except (OSError, msgspec.DecodeError):
-            return None
 
     def preempt(self, body: bytes) -> bytes:
         try:
