@@ -102,7 +102,12 @@ def test_leader_election_flags_override_the_file_as_kube_scheduler_does(tmp_path
     )
     args = parse_run("--config", str(config), "--leader-elect=false", "--leader-elect-resource-namespace", "ns")
     le = scheduler_cmd.builder(config, live=True, args=args)(Handle).config.leader_election
-    assert (le.leader_elect, le.lease_duration, le.resource_name, le.resource_namespace) == (False, 30, "from-file", "ns")
+    assert (le.leader_elect, le.lease_duration, le.resource_name, le.resource_namespace) == (
+        False,
+        30,
+        "from-file",
+        "ns",
+    )
     args = parse_run("--config", str(config), "--leader-elect-lease-duration", "1m", "--leader-elect-retry-period=3s")
     le = scheduler_cmd.builder(config, live=True, args=args)(Handle).config.leader_election
     assert (le.leader_elect, le.lease_duration, le.retry_period) == (True, 60, 3)

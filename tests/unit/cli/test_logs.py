@@ -96,3 +96,20 @@ def test_http_client_request_lines_only_from_v5() -> None:
         logs.setup(None, "text", v)
         assert logging.getLogger("httpx").isEnabledFor(logging.INFO) is on
         assert logging.getLogger("httpcore").isEnabledFor(logging.DEBUG) is on
+
+
+def test_the_scheduler_logs_bindings_at_v2_with_pod_node_and_profile(caplog: pytest.LogCaptureFixture) -> None:
+    from pathlib import Path
+
+    from kubesched.cli.main import main
+
+    cluster = Path(__file__).resolve().parents[3] / "examples" / "cluster.yaml"
+    caplog.set_level(logs.DETAIL, logger="kubesched.scheduler")
+    assert main(["scheduler", "run", "--cluster", str(cluster), "-o", "json", "--fail-on-pending"]) == 1
+    bound = [r for r in caplog.records if r.getMessage() == "Successfully bound pod to node"]
+    assert {(r.__dict__["pod"], r.__dict__["node"]) for r in bound} >= {
+        ("shop/db-0", "node-a"),
+        ("ml/trainer-0", "node-c"),
+    }
+    assert {r.__dict__["profile"] for r in bound} == {"default-scheduler"}
+    assert all(logs.verbosity_of(r) == 2 for r in bound)
