@@ -13,6 +13,7 @@ from kubesched.cli import (
     config_cmd,
     dev_cluster,
     extender_cmd,
+    helptext,
     manifests_cmd,
     plugins_cmd,
     scheduler_cmd,
@@ -59,6 +60,7 @@ def build_parser() -> argparse.ArgumentParser:
     webhook_cmd.register(sub)
     certs_cmd.register(sub)
     manifests_cmd.register(sub)
+    helptext.apply(parser)
     return parser
 
 
