@@ -35,9 +35,8 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[str]], title: str | No
 
 @contextmanager
 def progress(message: str) -> Iterator[None]:
-    """A spinner on stderr while a long step runs (a plain line when stderr is not a terminal)."""
+    """A spinner on stderr while a long step runs; nothing when stderr is not a terminal (logs stay as they were)."""
     if not is_tty(sys.stderr):
-        print(f"{message} …", file=sys.stderr, flush=True)
         yield
         return
     from rich.console import Console
