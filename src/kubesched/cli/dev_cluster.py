@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import signal
 import subprocess
@@ -12,6 +13,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
+from kubesched.cli import tables
 from kubesched.cli.errors import CLIError
 from kubesched.testing import build
 from kubesched.testing.controlplane import ApiError, ControlPlane
@@ -122,7 +124,9 @@ def _up(args: argparse.Namespace) -> int:
     _install_signal_handlers()
     plane = ControlPlane(bins, keep_logs=True if args.keep else None)
     try:
-        with plane:
+        with contextlib.ExitStack() as stack:
+            with tables.progress("starting etcd and kube-apiserver"):
+                stack.enter_context(plane)
             _bring_up(plane, config, args.nodes)
             return _foreground(plane)
     except KeyboardInterrupt:
@@ -137,10 +141,12 @@ def _bring_up(plane: ControlPlane, config: dict[str, Any] | None, nodes: int) ->
     version = plane.api("GET", "/version")["gitVersion"]
     print(f"{PREFIX} kube-apiserver {plane.url} ({version})", flush=True)
     if config is not None:
-        sched = plane.start_scheduler(config, name="kube-scheduler")
+        with tables.progress("starting kube-scheduler"):
+            sched = plane.start_scheduler(config, name="kube-scheduler")
         print(f"{PREFIX} kube-scheduler {sched.url} (config {sched.config_path})", flush=True)
-    for i in range(nodes):
-        plane.create_node(f"node-{i}")
+    with tables.progress(f"registering {nodes} fake node(s)"):
+        for i in range(nodes):
+            plane.create_node(f"node-{i}")
     print(f"{PREFIX} {nodes} fake node(s): {', '.join(f'node-{i}' for i in range(nodes)) or '-'}", flush=True)
     print(f"{PREFIX} logs in {plane.logs_dir}", flush=True)
     print(f"admin kubeconfig: {plane.admin_kubeconfig}", flush=True)

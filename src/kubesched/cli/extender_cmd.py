@@ -56,13 +56,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     serve.add_argument("--client-ca", type=Path, help="require client certificates signed by this CA")
     serve.add_argument("--max-body-bytes", type=int, default=DEFAULT_MAX_BODY, help="reject larger requests (413)")
     serving.add_limit_flags(serve)
-    serve.add_argument("--log-level", default="info", choices=("debug", "info", "warning", "error"))
-    serve.add_argument("--log-format", default="json", choices=("json", "text"))
+    logs.add_flags(serve)
     serve.set_defaults(func=run_serve)
 
 
 def run_serve(args: argparse.Namespace) -> int:
-    logs.setup(args.log_level, args.log_format)
+    logs.setup(args.log_level, args.log_format, args.v)
     host, port = parse_listen(args.listen)
     if (args.tls_cert is None) != (args.tls_key is None):
         raise CLIError("--tls-cert and --tls-key go together")

@@ -3,24 +3,54 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
+from importlib import metadata
 
 from kubesched.cli import (
     certs_cmd,
     config_cmd,
     dev_cluster,
     extender_cmd,
+    helptext,
     manifests_cmd,
     plugins_cmd,
     scheduler_cmd,
     webhook_cmd,
 )
 from kubesched.cli.errors import CLIError
+from kubesched.testing.build import KUBERNETES_VERSION
+
+# What a shell reports for a program killed by SIGPIPE (kubectl's habit when `| head` closes the pipe).
+EXIT_BROKEN_PIPE = 141
+
+
+def version() -> str:
+    try:
+        own = metadata.version("kubesched")
+    except metadata.PackageNotFoundError:
+        own = "unknown"
+    return f"kubesched {own} (Kubernetes reference v{KUBERNETES_VERSION})"
+
+
+EXAMPLES = """\
+Examples:
+  kubesched scheduler run --cluster examples/cluster.yaml      # schedule a cluster file in memory
+  kubesched extender serve --policy custom-label --nodes examples/nodes.yaml
+  kubesched plugins list
+  kubesched COMMAND --help                                     # each command's flags and examples
+"""
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="kubesched", description="Kubernetes scheduling in Python.")
+    parser = argparse.ArgumentParser(
+        prog="kubesched",
+        description="Kubernetes scheduling in Python: extender, custom scheduler, admission webhook, deployment.",
+        epilog=EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=version())
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     extender_cmd.register(sub)
     config_cmd.register(sub)
@@ -30,6 +60,7 @@ def build_parser() -> argparse.ArgumentParser:
     webhook_cmd.register(sub)
     certs_cmd.register(sub)
     manifests_cmd.register(sub)
+    helptext.apply(parser)
     return parser
 
 
@@ -43,7 +74,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:
+        return _closed_pipe()
+    try:
+        sys.stdout.flush()  # the last buffered write may be the one that meets the closed pipe
+    except BrokenPipeError:
+        return _closed_pipe()
     return int(code or 0)
+
+
+def _closed_pipe() -> int:
+    """The reader went away (`… | head`): end quietly; no traceback, no second error at interpreter exit."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    return EXIT_BROKEN_PIPE
 
 
 if __name__ == "__main__":

@@ -6,6 +6,7 @@ import argparse
 import json
 from pathlib import Path
 
+from kubesched.cli import tables
 from kubesched.cli.errors import CLIError
 from kubesched.scheduler.config import ConfigError, load_file
 from kubesched.scheduler.pluginmanager import describe, load_registry
@@ -33,12 +34,16 @@ def run_list(args: argparse.Namespace) -> int:
     rows = describe(registry)
     if args.output == "json":
         print(json.dumps({"plugins": rows, "errors": [str(e) for e in errors]}, indent=2))
-    else:
+    elif not tables.table(
+        ("NAME", "EXTENSION POINTS", "SOURCE"),
+        [(r["name"], ", ".join(r["extensionPoints"]), r["source"]) for r in rows],
+    ):
         width = max(len(r["name"]) for r in rows)
         points_width = max(len(", ".join(r["extensionPoints"])) for r in rows)
         print(f"{'NAME':<{width}}  {'EXTENSION POINTS':<{points_width}}  SOURCE")
         for r in rows:
             print(f"{r['name']:<{width}}  {', '.join(r['extensionPoints']):<{points_width}}  {r['source']}")
+    if args.output != "json":
         for e in errors:
             print(f"error: {e}")
     return 1 if errors else 0

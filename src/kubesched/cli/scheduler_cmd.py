@@ -4,20 +4,28 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import json
 import logging
 from collections.abc import Callable
 from pathlib import Path
 
-from kubesched.cli import logs
+from kubesched.cli import logs, tables
 from kubesched.cli.errors import CLIError
 from kubesched.cluster.cache import ClusterCache
 from kubesched.cluster.files import ClusterFileError, read_cluster
 from kubesched.cluster.kubeclient import KubeConfigError, connect
-from kubesched.config.errors import ConfigParseError
+from kubesched.config.duration import Duration
+from kubesched.config.errors import ConfigParseError, FieldError
 from kubesched.framework.interfaces import Handle
 from kubesched.plugins.pod_topology_spread import DEFAULT_SELECTOR_SERVICE
-from kubesched.scheduler.config import LIVE_DEFAULT_PROFILE, ConfigError, ProfileConfig, SchedulerConfiguration
+from kubesched.scheduler.config import (
+    LIVE_DEFAULT_PROFILE,
+    ConfigError,
+    LeaderElectionConfig,
+    ProfileConfig,
+    SchedulerConfiguration,
+)
 from kubesched.scheduler.memory import MemoryCluster, run_until_settled
 from kubesched.scheduler.pluginmanager import Built, build_default, build_from_file
 from kubesched.scheduler.queue import ManualClock
@@ -34,17 +42,53 @@ FEATURE_GATES = {"OpportunisticBatching": True}
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     sched = sub.add_parser("scheduler", help="the custom scheduler")
     sched_sub = sched.add_subparsers(dest="scheduler_command", required=True, metavar="COMMAND")
+    sched.description = "The custom scheduler: kube-scheduler's plugin pipeline, in Python."
+    sched.epilog = "Example:\n  kubesched scheduler run --cluster examples/cluster.yaml\n"
+    sched.formatter_class = argparse.RawDescriptionHelpFormatter
     run = sched_sub.add_parser(
         "run",
         help="schedule pending pods: of a cluster file in memory (--cluster), or of a live cluster",
-        description="Schedule the pods whose spec.schedulerName is one of the configuration's profiles.",
+        description="Schedule the pods whose spec.schedulerName is one of the configuration's profiles: "
+        "of a cluster file in memory (--cluster, prints where each pod went), or of a live cluster.",
+        epilog=RUN_EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     run.add_argument("--config", type=Path, help="KubeSchedulerConfiguration (v1) file; reloaded when it changes")
     run.add_argument("--cluster", type=Path, help="nodes and pods (YAML/JSON): schedule them in memory and print")
     run.add_argument("-o", "--output", choices=("text", "json"), default="text", help="with --cluster: output format")
     run.add_argument("--kubeconfig", help="kubeconfig of the cluster (default: $KUBECONFIG, else in-cluster)")
     run.add_argument("--in-cluster", action="store_true", help="use the pod's service account")
-    run.add_argument("--listen", default="127.0.0.1:10251", help="HOST:PORT of /healthz, /readyz, /metrics")
+    run.add_argument(
+        "--fail-on-pending",
+        action="store_true",
+        help="with --cluster: exit 1 when any pod stays pending (for CI; 2 stays usage and input errors)",
+    )
+    run.add_argument(
+        "--listen", default=None, help="HOST:PORT of /healthz, /readyz, /metrics (default 127.0.0.1:10251)"
+    )
+    run.add_argument("--bind-address", help="as kube-scheduler's: the host of --listen (served over plain HTTP)")
+    run.add_argument("--secure-port", type=int, help="as kube-scheduler's: the port of --listen (plain HTTP here)")
+    le = run.add_argument_group(
+        "leader election", "as kube-scheduler's flags: each one given overrides the --config file's leaderElection"
+    )
+    le.add_argument(
+        "--leader-elect",
+        type=_bool,
+        nargs="?",
+        const=True,
+        metavar="BOOL",
+        help="take a Lease before scheduling (default true; --leader-elect=false to run alone)",
+    )
+    for flag, what in (
+        ("--leader-elect-lease-duration", "how long non-leaders wait before taking over (Go duration; default 15s)"),
+        ("--leader-elect-renew-deadline", "how long the leader retries renewing before it stops (default 10s)"),
+        ("--leader-elect-retry-period", "the wait between tries to take or renew the Lease (default 2s)"),
+    ):
+        le.add_argument(flag, type=_duration, metavar="DURATION", help=what)
+    le.add_argument("--leader-elect-resource-name", metavar="NAME", help="the Lease's name (default kubesched)")
+    le.add_argument(
+        "--leader-elect-resource-namespace", metavar="NS", help="the Lease's namespace (default kube-system)"
+    )
     run.add_argument("--reload-interval", type=float, default=2.0, help="seconds between checks of --config")
     run.add_argument(
         "--feature-gates",
@@ -52,9 +96,61 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         metavar="GATE=BOOL,...",
         help=f"as kube-scheduler's flag; known: {', '.join(f'{g} (default {d})' for g, d in FEATURE_GATES.items())}",
     )
-    run.add_argument("--log-level", default="info", choices=("debug", "info", "warning", "error"))
-    run.add_argument("--log-format", default="json", choices=("json", "text"))
+    logs.add_flags(run)
     run.set_defaults(func=run_scheduler)
+
+
+RUN_EXAMPLES = """\
+Examples:
+  # Schedule a cluster file in memory and print where each pod went (JSON with -o json):
+  kubesched scheduler run --cluster examples/cluster.yaml
+  # In CI: fail (exit 1) when a pod stays pending:
+  kubesched scheduler run --cluster examples/cluster.yaml --fail-on-pending
+  # Against a cluster, as kube-scheduler is run:
+  kubesched scheduler run --config examples/scheduler-config.yaml --kubeconfig ~/.kube/config --leader-elect=false -v 2
+"""
+
+
+def _bool(text: str) -> bool:
+    if text.lower() in ("true", "1", "t"):
+        return True
+    if text.lower() in ("false", "0", "f"):
+        return False
+    raise argparse.ArgumentTypeError(f"invalid boolean {text!r} (true or false)")
+
+
+def _duration(text: str) -> float:
+    try:
+        return Duration.parse(text).total_seconds()
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+
+
+def leader_election(args: argparse.Namespace, le: LeaderElectionConfig) -> LeaderElectionConfig:
+    """The file's leaderElection with the flags given laid over it (kube-scheduler's ApplyLeaderElectionTo:
+    with or without --config, a leader-election flag that was set wins), checked by client-go's rules."""
+    given = {
+        "leader_elect": args.leader_elect,
+        "lease_duration": args.leader_elect_lease_duration,
+        "renew_deadline": args.leader_elect_renew_deadline,
+        "retry_period": args.leader_elect_retry_period,
+        "resource_name": args.leader_elect_resource_name,
+        "resource_namespace": args.leader_elect_resource_namespace,
+    }
+    out = dataclasses.replace(le, **{k: v for k, v in given.items() if v is not None})
+    if out.leader_elect:
+        # client-go's leaderelection.NewLeaderElector rules, over the values in force (ConfigError: a reload
+        # of the file that breaks them is refused as any invalid configuration is).
+        problems = []
+        if min(out.lease_duration, out.renew_deadline, out.retry_period) <= 0:
+            problems.append("durations must be greater than zero")
+        if out.lease_duration <= out.renew_deadline:
+            problems.append("leaseDuration must be greater than renewDeadline")
+        if out.renew_deadline <= 1.2 * out.retry_period:
+            problems.append("renewDeadline must be greater than 1.2 × retryPeriod")
+        if problems:
+            raise ConfigError([FieldError("leaderElection (file and --leader-elect-* flags)", p) for p in problems])
+    return out
 
 
 def config_problem(err: ConfigParseError, path: Path | None) -> CLIError:
@@ -63,16 +159,23 @@ def config_problem(err: ConfigParseError, path: Path | None) -> CLIError:
     return CLIError(f"{where}invalid scheduler configuration ({len(err.errors)} problem(s)):\n{lines}")
 
 
-def builder(path: Path | None, live: bool = False) -> Callable[[Callable[[str], Handle]], Built]:
+def builder(
+    path: Path | None, live: bool = False, args: argparse.Namespace | None = None
+) -> Callable[[Callable[[str], Handle]], Built]:
     """How to build the configuration: from --config, else the default profile. Live, a configuration
     that names no profile gets one `kubesched` profile (kube-scheduler serves default-scheduler)."""
     profile = LIVE_DEFAULT_PROFILE if live else None
 
     def build(make_handle: Callable[[str], Handle]) -> Built:
         if path is not None:
-            return build_from_file(path, make_handle, default_profile=profile)
-        config = SchedulerConfiguration(profiles=(ProfileConfig(profile),)) if profile else None
-        return build_default(make_handle, config)
+            built = build_from_file(path, make_handle, default_profile=profile)
+        else:
+            config = SchedulerConfiguration(profiles=(ProfileConfig(profile),)) if profile else None
+            built = build_default(make_handle, config)
+        if args is not None:
+            le = leader_election(args, built.config.leader_election)
+            built = dataclasses.replace(built, config=dataclasses.replace(built.config, leader_election=le))
+        return built
 
     return build
 
@@ -100,27 +203,36 @@ def run_scheduler(args: argparse.Namespace) -> int:
         raise CLIError(f"--config: no such file {args.config}")
     # Check the whole configuration before anything starts: every problem at once, exit 2.
     try:
-        builder(args.config, live=args.cluster is None)(Handle)
+        builder(args.config, live=args.cluster is None, args=args)(Handle)
     except ConfigError as err:
         raise config_problem(err, args.config) from None
     if args.cluster is not None:
         if args.kubeconfig or args.in_cluster:
             raise CLIError("--cluster schedules in memory; it excludes --kubeconfig and --in-cluster")
         return run_in_memory(args)
-    logs.setup(args.log_level, args.log_format)
+    logs.setup(args.log_level, args.log_format, args.v)
     return run_live(args)
 
 
-def _listen(value: str) -> tuple[str, int]:
-    host, sep, port = value.rpartition(":")
+def _listen(args: argparse.Namespace) -> tuple[str, int]:
+    """--listen, or kube-scheduler's --bind-address/--secure-port (which one may not mix with it)."""
+    if args.listen is not None and (args.bind_address is not None or args.secure_port is not None):
+        raise CLIError("--listen excludes --bind-address and --secure-port (they are its two halves)")
+    host, sep, port = (args.listen or "127.0.0.1:10251").rpartition(":")
     if not sep or not port.isdigit() or not 0 < int(port) < 65536:
-        raise CLIError(f"--listen: expected HOST:PORT, got {value!r}")
+        raise CLIError(f"--listen: expected HOST:PORT, got {args.listen!r}")
+    if args.secure_port is not None:
+        if not 0 < args.secure_port < 65536:
+            raise CLIError(f"--secure-port: {args.secure_port} must be between 1 and 65535")
+        port = str(args.secure_port)
+    if args.bind_address is not None:
+        host = args.bind_address
     return host.strip("[]") or "0.0.0.0", int(port)
 
 
 def run_live(args: argparse.Namespace) -> int:
-    host, port = _listen(args.listen)
-    build = builder(args.config, live=True)
+    host, port = _listen(args)
+    build = builder(args.config, live=True, args=args)
     kubeconfig = args.kubeconfig
     if not kubeconfig and not args.in_cluster:
         # As kube-scheduler: clientConnection.kubeconfig of the file, else $KUBECONFIG, else in-cluster.
@@ -147,7 +259,7 @@ def run_in_memory(args: argparse.Namespace) -> int:
     except ClusterFileError as err:
         raise CLIError(str(err)) from None
 
-    async def main() -> tuple[list[Placement], list[str]]:
+    async def main() -> tuple[list[Placement], list[tuple[str, str]]]:
         clock = ManualClock()
         cluster = MemoryCluster(nodes, pods)
         scheduler = Scheduler(
@@ -160,18 +272,34 @@ def run_in_memory(args: argparse.Namespace) -> int:
         )
         cluster.attach(scheduler)
         await run_until_settled(scheduler, clock)
-        preempted = [f"{e.regarding} preempted: {e.note}" for e in cluster.events if e.reason == "Preempted"]
-        return cluster.placements(), preempted
+        return cluster.placements(), [(e.regarding, e.note) for e in cluster.events if e.reason == "Preempted"]
 
     placements, preempted = asyncio.run(main())
     if args.output == "json":
-        print(json.dumps([{"pod": p.pod, "node": p.node, "reason": p.reason} for p in placements], indent=2))
+        out = {
+            "placements": [{"pod": p.pod, "node": p.node, "reason": p.reason} for p in placements],
+            "preemptions": [{"pod": pod, "note": note} for pod, note in preempted],
+        }
+        print(json.dumps(out, indent=2))
     else:
-        width = max((len(p.pod) for p in placements), default=0)
-        for p in placements:
-            print(f"{p.pod:<{width}}  -> {p.node}" if p.node else f"{p.pod:<{width}}  not scheduled: {p.reason}")
-        for line in preempted:
-            print(line)
-        placed = sum(1 for p in placements if p.node)
+        print_placements(placements, preempted)
+    pending = sum(1 for p in placements if not p.node)
+    return 1 if pending and args.fail_on_pending else 0
+
+
+def print_placements(placements: list[Placement], preempted: list[tuple[str, str]]) -> None:
+    """Where each pod went or why not, the preemptions, a summary: a table at a terminal, else plain lines."""
+    placed = sum(1 for p in placements if p.node)
+    rows = [(p.pod, p.node or "", "" if p.node else (p.reason or "")) for p in placements]
+    rows += [(pod, "", f"preempted: {note}") for pod, note in preempted]
+    if tables.table(("POD", "NODE", "NOT SCHEDULED / PREEMPTED"), rows):
         print(f"{placed}/{len(placements)} pending pod(s) scheduled")
-    return 0
+        return
+    width = max((len(p.pod) for p in placements), default=0)
+    lines = [
+        f"{p.pod:<{width}}  -> {p.node}" if p.node else f"{p.pod:<{width}}  not scheduled: {p.reason}"
+        for p in placements
+    ]
+    lines += [f"{pod} preempted: {note}" for pod, note in preempted]
+    lines.append(f"{placed}/{len(placements)} pending pod(s) scheduled")
+    print("\n".join(lines))

@@ -36,8 +36,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     src.add_argument("--nodes", type=Path, help="file of Node objects (NodeList or list, JSON or YAML): no cluster")
     serve.add_argument("--max-body-bytes", type=int, default=DEFAULT_MAX_BODY, help="reject larger requests (413)")
     serving.add_limit_flags(serve)
-    serve.add_argument("--log-level", default="info", choices=("debug", "info", "warning", "error"))
-    serve.add_argument("--log-format", default="json", choices=("json", "text"))
+    logs.add_flags(serve)
     serve.set_defaults(func=run_serve)
 
 
@@ -54,7 +53,7 @@ def _tls(cert: Path | None, key: Path | None) -> ssl.SSLContext:
 
 
 def run_serve(args: argparse.Namespace) -> int:
-    logs.setup(args.log_level, args.log_format)
+    logs.setup(args.log_level, args.log_format, args.v)
     host, port = parse_listen(args.listen)
     tls = _tls(args.tls_cert, args.tls_key)
     if args.max_body_bytes <= 0:

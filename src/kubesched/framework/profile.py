@@ -60,7 +60,7 @@ def instantiate(
         seen.add(ref.name)
         cls = registry.get(ref.name)
         if cls is None:
-            problems.append(f"{where}.name: unknown plugin {ref.name!r} (known: {', '.join(sorted(registry))})")
+            problems.append(f"{where}.name: {registry.unknown(ref.name)} (known: {', '.join(sorted(registry))})")
             continue
         if ref.weight < 0:
             problems.append(f"{where}.weight: must not be negative, got {ref.weight}")

@@ -2,10 +2,19 @@
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from kubesched.framework.interfaces import Plugin
+
+
+def did_you_mean(name: str, known: Iterable[str]) -> str:
+    """``"; did you mean 'X'?"`` for the known name closest to a misspelt one (case first), else ``""``."""
+    known = list(known)
+    by_folded = {k.lower(): k for k in known}
+    close = [by_folded[name.lower()]] if name.lower() in by_folded else difflib.get_close_matches(name, known, n=1)
+    return f"; did you mean {close[0]!r}?" if close else ""
 
 
 class RegistryError(ValueError):
@@ -37,6 +46,10 @@ class Registry:
     def get(self, name: str) -> type[Plugin] | None:
         entry = self._entries.get(name)
         return entry.plugin if entry else None
+
+    def unknown(self, name: str) -> str:
+        """The message for a name this registry does not hold, with the closest one it does."""
+        return f"unknown plugin {name!r}{did_you_mean(name, self._entries)}"
 
     def source(self, name: str) -> str:
         return self._entries[name].source

@@ -166,7 +166,7 @@ def expand(profile: ProfileConfig, registry: Registry, errors: list[FieldError])
         cls = registry.get(ref.name)
         if cls is None:
             errors.append(
-                FieldError(child(where, "name"), f"unknown plugin {ref.name!r} (see `kubesched plugins list`)")
+                FieldError(child(where, "name"), f"{registry.unknown(ref.name)} (see `kubesched plugins list`)")
             )
             return False
         if point is not None and not issubclass(cls, POINT_CLASSES[point]):
@@ -217,7 +217,7 @@ def build_profile(
     for i, name in enumerate(args):
         if name not in registry:
             where = child(index(child(profile.path, "pluginConfig"), i), "name")
-            errors.append(FieldError(where, f"unknown plugin {name!r}"))
+            errors.append(FieldError(where, registry.unknown(name)))
     if config.ignored_resources and "NodeResourcesFit" in order:
         # As kube-scheduler: extender-managed resources replace the profile's ignoredResources.
         fit_args = dict(args.get("NodeResourcesFit", {}))

@@ -49,6 +49,7 @@ from kubesched.scheduler.nominator import Nominator
 from kubesched.scheduler.pluginmanager import Built, Profile
 
 log = logging.getLogger("kubesched.scheduler")
+V2 = 15  # kube-scheduler's V(2): details an operator turns on with -v 2
 _TERMINAL = ("Succeeded", "Failed")
 _NODE_EVENTS = frozenset({q.NODE_ADD, q.NODE_UPDATE})
 _POD_EVENTS = frozenset({q.POD_ADD, q.POD_UPDATE, q.POD_DELETE})
@@ -483,7 +484,7 @@ class Scheduler:
             self.nominator.remove(pod.uid)
         self.queue.requeue(entry, plugins=out.plugins, error=out.error)
         reason = SCHEDULER_ERROR if out.error else UNSCHEDULABLE
-        log.debug("pod %s unschedulable: %s", pod.key, out.message)
+        log.debug("pod %s unschedulable: %s", pod.key, out.message, extra={"pod": pod.key, "profile": profile.name})
         self.placements[pod.key] = Placement(pod.key, None, out.message)
         self.backend.failed(pod, profile.name, reason, out.message, nominated)
 
@@ -491,7 +492,13 @@ class Scheduler:
         """Preemption's evictions, off the scheduling path; then the preemptor may be tried again."""
         status = await evict(state, pod)
         if isinstance(status, Status) and not status.ok:
-            log.warning("preempting for %s on %s failed: %s", pod.key, node, status.message)
+            log.warning(
+                "preempting for %s on %s failed: %s",
+                pod.key,
+                node,
+                status.message,
+                extra={"pod": pod.key, "node": node},
+            )
         self.queue.recheck_gates()
 
     def _bound(self, out: Outcome, status: Status, _seconds: float) -> None:
@@ -534,7 +541,8 @@ class Scheduler:
             return
         still_pending = self._binding.pop(pod.uid, None) is not None
         self.metrics.attempt("error", name, time.perf_counter() - state["#started"])
-        log.warning("binding %s to %s failed: %s", pod.key, node, status.message)
+        fields = {"pod": pod.key, "node": node, "profile": name, "plugin": status.plugin}
+        log.warning("binding %s to %s failed: %s", pod.key, node, status.message, extra=fields)
         self._binding_failed(profile, out, entry, status, still_pending)
 
     def _report_bound(self, profile: str, out: Outcome, entry: q.QueuedPod) -> None:
@@ -542,6 +550,7 @@ class Scheduler:
         self.metrics.attempt("scheduled", profile, time.perf_counter() - out.state["#started"])
         self.metrics.scheduled(entry.attempts, self.queue.clock.now() - entry.first_queued_at)
         self.placements[pod.key] = Placement(pod.key, node, None)
+        log.log(V2, "Successfully bound pod to node", extra={"pod": pod.key, "node": node, "profile": profile})
         self.backend.scheduled(pod, node, profile)
 
     def _binding_failed(

@@ -15,6 +15,7 @@ import yaml
 from kubesched.cluster.cache import ClusterCache
 from kubesched.core.nodeaffinity import is_label_value, is_qualified_name
 from kubesched.framework.loader import LoadError, load_object
+from kubesched.framework.registry import did_you_mean
 from kubesched.webhook.feasibility import Feasibility, FeasibilityChecker
 from kubesched.webhook.rules import Action, Phase, PythonRule, RequireLabel, Rule, SetScheduler, UserFunction
 
@@ -61,7 +62,7 @@ class _Fields:
             self.problem(f"expected a mapping, got {_kind(obj)}")
         for key in self.obj:
             if key not in known:
-                self.problem(f"unknown field (known: {', '.join(known)})", key)
+                self.problem(f"unknown field{did_you_mean(str(key), known)} (known: {', '.join(known)})", key)
 
     def at(self, key: str) -> str:
         return f"{self.path}.{key}" if self.path else str(key)
@@ -172,6 +173,9 @@ def _rule(raw: Any, i: int, problems: list[str], cache: ClusterCache, base: Path
     kinds = [k for k in RULE_KINDS if isinstance(raw, dict) and k in raw]
     if isinstance(raw, dict) and len(kinds) != 1:
         given = f"got {' and '.join(kinds)}" if kinds else "got none"
+        for key in (k for k in raw if k not in ("name", "phase") and not kinds):
+            hint = did_you_mean(str(key), RULE_KINDS)
+            given += f" ({key!r}: {hint[2:]})" if hint else f" ({key!r} is not a rule kind)"
         problems.append(f"{where}: needs exactly one of {', '.join(RULE_KINDS)}; {given}")
         return None
     kind = kinds[0] if kinds else ""

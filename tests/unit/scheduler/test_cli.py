@@ -24,7 +24,7 @@ def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
 def test_the_example_cluster_is_scheduled_and_explained_as_json(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run(capsys, "scheduler", "run", "--cluster", str(EXAMPLE), "-o", "json")
     assert code == 0
-    placed = {p["pod"]: p for p in json.loads(out)}
+    placed = {p["pod"]: p for p in json.loads(out)["placements"]}
     assert set(placed["shop/web-0"]) == {"pod", "node", "reason"}
     assert placed["shop/db-0"]["node"] == "node-a"  # nodeSelector disktype=ssd
     assert placed["ml/trainer-0"]["node"] == "node-c"  # tolerates the gpu taint
@@ -49,13 +49,13 @@ def test_batching_can_be_switched_off_with_kube_schedulers_flag(capsys: pytest.C
             capsys, "scheduler", "run", "--cluster", str(EXAMPLE), "-o", "json", "--feature-gates", gates
         )
         assert code == 0, err
-        assert {p["pod"]: p["node"] for p in json.loads(out)}["shop/db-0"] == "node-a"
+        assert {p["pod"]: p["node"] for p in json.loads(out)["placements"]}["shop/db-0"] == "node-a"
 
 
 def test_the_example_configuration_is_valid(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, err = run(capsys, "scheduler", "run", "--cluster", str(EXAMPLE), "--config", str(CONFIG), "-o", "json")
     assert code == 0, err
-    assert any(p["node"] for p in json.loads(out))
+    assert any(p["node"] for p in json.loads(out)["placements"])
 
 
 @pytest.mark.parametrize(
@@ -150,7 +150,7 @@ def test_a_replicasets_pods_in_a_cluster_file_are_spread_by_the_default_constrai
         path.write_text(yaml.safe_dump_all([node("big", "z1", "64"), node("small", "z2", "8"), *objects, *pods]))
         code, out, err = run(capsys, "scheduler", "run", "--cluster", str(path), "-o", "json")
         assert code == 0, err
-        placed = [p["node"] for p in json.loads(out)]
+        placed = [p["node"] for p in json.loads(out)["placements"]]
         counts[name] = {n: placed.count(n) for n in ("big", "small")}
     # As kube-scheduler spreads a ReplicaSet's pods (its e2e twin compares both schedulers on this layout).
     assert counts["spread"] == {"big": 4, "small": 4}

@@ -150,3 +150,15 @@ def test_unreadable_and_invalid_files(tmp_path: Path) -> None:
     bad.write_text("rules: [\n")
     with pytest.raises(config.WebhookConfigError, match="not valid YAML"):
         config.load(bad, ClusterCache())
+
+
+def test_a_misspelt_rule_kind_or_field_gets_a_did_you_mean() -> None:
+    got = problems("rules:\n- name: x\n  feasibilty: {action: deny}\n")
+    assert got == [
+        "rules[0]: needs exactly one of requireLabel, setScheduler, feasibility, python; got none"
+        " ('feasibilty': did you mean 'feasibility'?)"
+    ]
+    got = problems("rules:\n- name: x\n  bogus: {}\n")
+    assert got[0].endswith("got none ('bogus' is not a rule kind)")
+    got = problems("rules:\n- nmae: x\n  feasibility: {action: deny}\n")
+    assert got == ["rules[0].nmae: unknown field; did you mean 'name'? (known: name, feasibility)"]
