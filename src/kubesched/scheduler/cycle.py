@@ -129,6 +129,7 @@ class Cycle:
         # Permit and PostFilter (the filter and score plugins run over all nodes at once: no per-plugin time).
         self.record_plugin = record_plugin
         self._sampler = random.Random()  # not self.rng: sampling must not move the tie-breaks
+        self._sample: Callable[[str, str, Code, float], None] | None = None  # this cycle's, if sampled
         self._batches: dict[str, tuple[Profile, OpportunisticBatch]] = {}
 
     def batch(self, profile: Profile) -> OpportunisticBatch | None:
@@ -148,6 +149,7 @@ class Cycle:
     async def run(self, profile: Profile, pod: PodInfo) -> Outcome:
         """Decide a node for ``pod`` and assume it there; on failure the outcome says why."""
         self.count += 1
+        self._sample = self.record_plugin if self._sampler.random() < PLUGIN_METRICS_SAMPLE else None
         out = Outcome(pod, CycleState())
         # Every plugin's exception becomes this pod's Error status (FrameworkError, logged with its
         # traceback where it is caught): the scheduler never ends for a plugin's bug.
@@ -444,11 +446,14 @@ class Cycle:
         began = time.perf_counter()
         code = Code.UNSCHEDULABLE
         for plugin in profile.framework.post_filter:
+            started = time.perf_counter()
             try:
                 nominated, status = plugin.post_filter(state, pod, self.cache.table, diagnosis)
             except Exception as err:
                 raise plugin_error("PostFilter", plugin, pod, err) from err
             status = status.with_plugin(plugin.name)
+            if self._sample is not None:
+                self._sample(plugin.name, "PostFilter", status.code, time.perf_counter() - started)
             code = status.code
             if status.ok:
                 out.nominated, out.post_filter = nominated or None, plugin
@@ -479,7 +484,7 @@ class Cycle:
         point = "Reserve"
         current: object = None  # the plugin being run, for the error
         clock, profile = time.perf_counter, fw.spec.scheduler_name
-        sample = self.record_plugin if self._sampler.random() < PLUGIN_METRICS_SAMPLE else None
+        sample = self._sample
         began = clock()
         try:
             for reserve in fw.reserve:
