@@ -40,7 +40,7 @@ _NOTHING = contextlib.nullcontext()
 PLUGIN_METRICS_SAMPLE = 0.1  # kube-scheduler's pluginMetricsSamplePercent
 
 
-def _ignore(point: str, code: Code, profile: str, seconds: float) -> None:
+def _ignore(key: tuple[str, Code, str], seconds: float) -> None:
     pass
 
 
@@ -110,7 +110,7 @@ class Cycle:
         rng: random.Random | None = None,
         batching: bool = True,
         now: Callable[[], float] = time.monotonic,
-        record: Callable[[str, Code, str, float], None] | None = None,
+        record: Callable[[tuple[str, Code, str], float], None] | None = None,
         record_plugin: Callable[[str, str, Code, float], None] | None = None,
     ) -> None:
         self.cache = cache
@@ -123,7 +123,7 @@ class Cycle:
         # Opportunistic batching, per profile (upstream: the OpportunisticBatching feature gate).
         self.batching = batching
         self.now = now
-        # (extension point, status code, profile, seconds): kube-scheduler's extension point durations.
+        # ((extension point, status code, profile), seconds): kube-scheduler's extension point durations.
         self.record = record or _ignore
         # (plugin, extension point, status code, seconds), for a sample of the cycles as upstream: Reserve,
         # Permit and PostFilter (the filter and score plugins run over all nodes at once: no per-plugin time).
@@ -214,11 +214,11 @@ class Cycle:
         began = clock()
         fw.run_pre_score(state, pod, batch_of)
         scoring = clock()
-        record("PreScore", Code.SUCCESS, profile.name, scoring - began)
+        record(("PreScore", Code.SUCCESS, profile.name), scoring - began)
         raw = fw.score_raw(state, pod, batch_of)
         normalized = fw.normalize_scores(state, pod, batch_of, raw)
         totals, _ = fw.weigh(len(feasible), normalized)
-        record("Score", Code.SUCCESS, profile.name, clock() - scoring)
+        record(("Score", Code.SUCCESS, profile.name), clock() - scoring)
         if self.extenders.prioritizers(pod):
             names = table.name_array()[feasible].tolist()
             extra = await self.extenders.prioritize(pod, table, feasible)
@@ -248,7 +248,7 @@ class Cycle:
         with self._nominated_pods(table, pod, added) if len(self.nominator) else _NOTHING:
             began = clock()
             status, allowed = fw.run_pre_filter(state, pod, table)
-            record("PreFilter", status.code, profile.name, clock() - began)
+            record(("PreFilter", status.code, profile.name), clock() - began)
             if status.rejected:
                 diagnosis.pre_filter = status
                 return table.rows()[:0]
@@ -277,7 +277,7 @@ class Cycle:
             feasible = self._find(profile, state, pod, table, allowed, diagnosis)
             if added:
                 feasible = self._second_pass(fw, pod, table, feasible, added, diagnosis)
-            record("Filter", Code.SUCCESS, profile.name, clock() - began)  # over all nodes, as upstream
+            record(("Filter", Code.SUCCESS, profile.name), clock() - began)  # over all nodes, as upstream
         return feasible
 
     @contextlib.contextmanager
@@ -468,7 +468,7 @@ class Cycle:
                 break
             reasons += status.reasons
         if profile.framework.post_filter:
-            self.record("PostFilter", code, profile.name, time.perf_counter() - began)
+            self.record(("PostFilter", code, profile.name), time.perf_counter() - began)
         diagnosis.post_filter_message = ", ".join(reasons)
         out.message = diagnosis.message(total)
         # Rejected either way; only the message, built like kube-scheduler's FitError, is shown.
@@ -497,7 +497,7 @@ class Cycle:
                     failure = status
                     break
             permitting = clock()
-            self.record(point, failure.code if failure else Code.SUCCESS, profile, permitting - began)
+            self.record((point, failure.code if failure else Code.SUCCESS, profile), permitting - began)
             if failure is None:
                 point = "Permit"
                 code = Code.SUCCESS
@@ -515,11 +515,11 @@ class Cycle:
                         failure = status
                         code = status.code
                         break
-                self.record(point, code, profile, clock() - permitting)
+                self.record((point, code, profile), clock() - permitting)
         except Exception as err:
             raised = plugin_error(point, current, pod, err)
             failure = raised.status
-            self.record(point, Code.ERROR, profile, clock() - began)
+            self.record((point, Code.ERROR, profile), clock() - began)
         if failure is not None:
             unreserve(fw, state, pod, node)
             self.cache.forget(pod.uid)

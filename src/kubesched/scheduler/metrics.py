@@ -106,19 +106,21 @@ class SchedulerMetrics:
             ["name"],
             registry=self.registry,
         )
-        self.pod_attempts = Histogram(
+        self.pod_attempts = FastHistograms(
             "scheduler_pod_scheduling_attempts",
             "Number of attempts to successfully schedule a pod.",
-            buckets=_ATTEMPTS_BUCKETS,
-            registry=self.registry,
+            [],
+            _ATTEMPTS_BUCKETS,
         )
+        self.registry.register(self.pod_attempts)
         self.preemption_victims = Histogram(
             "scheduler_preemption_victims",
             "Number of selected preemption victims",
             buckets=_VICTIMS_BUCKETS,
             registry=self.registry,
         )
-        # Observed once per extension point per pod: a hand-made histogram (no lock, no label strings).
+        # Observed once per extension point per pod (``extension_points.observe((point, Code, profile), s)``):
+        # a hand-made histogram, no lock and no label strings on the hot path.
         self.extension_points = _ByCode(
             "scheduler_framework_extension_point_duration_seconds",
             "Latency for running all plugins of a specific extension point.",
@@ -148,10 +150,6 @@ class SchedulerMetrics:
         children[0].inc()
         children[1].observe(seconds)
 
-    def extension_point(self, point: str, code: Code, profile: str, seconds: float) -> None:
-        """All the plugins of one extension point ran for a pod (kube-scheduler records it for every pod)."""
-        self.extension_points.observe((point, code, profile), seconds)
-
     def plugin(self, plugin: str, point: str, code: Code, seconds: float) -> None:
         """One plugin at one point, for the sampled pods (kube-scheduler: 10 % of the scheduling cycles)."""
         self.plugin_durations.observe((plugin, point, code), seconds)
@@ -166,7 +164,7 @@ class SchedulerMetrics:
         if child is None:
             child = self._sli_children[label] = self.sli.labels(str(label))
         child.observe(seconds)
-        self.pod_attempts.observe(attempts)
+        self.pod_attempts.observe((), attempts)
 
     def follow_batches(self, counts: Callable[[], BatchCounts]) -> None:
         """Where scheduler_batch_attempts_total and scheduler_batch_cache_flushed_total read at scrape time."""

@@ -146,7 +146,7 @@ class Scheduler:
             percentage_of_nodes_to_score=built.config.percentage_of_nodes_to_score,
             rng=rng,
             batching=batching,
-            record=self.metrics.extension_point,
+            record=self.metrics.extension_points.observe,
             record_plugin=self.metrics.plugin,
         )
         self.binder = Binder(backend, lambda: self.extenders, self.waiting, self._bound, bind_concurrency)
