@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from kubesched.cluster.ledger import Ledger
+from kubesched.http.exposition import render
 
 _BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0)
 
@@ -41,7 +42,7 @@ class ExtenderMetrics:
             self.registry.register(self._ledger)
 
     def render(self) -> bytes:
-        return generate_latest(self.registry)
+        return render(self.registry)
 
 
 class LedgerCollector(Collector):

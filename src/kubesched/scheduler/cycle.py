@@ -37,6 +37,13 @@ from kubesched.scheduler.pluginmanager import Profile
 log = logging.getLogger("kubesched.scheduler")
 NO_NODES = "no nodes available to schedule pods"
 _NOTHING = contextlib.nullcontext()
+PLUGIN_METRICS_SAMPLE = 0.1  # kube-scheduler's pluginMetricsSamplePercent
+
+
+def _ignore(key: tuple[str, Code, str], seconds: float) -> None:
+    pass
+
+
 EXTENDER = "Extender"
 MIN_FEASIBLE_NODES_TO_FIND = 100
 MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5
@@ -103,6 +110,8 @@ class Cycle:
         rng: random.Random | None = None,
         batching: bool = True,
         now: Callable[[], float] = time.monotonic,
+        record: Callable[[tuple[str, Code, str], float], None] | None = None,
+        record_plugin: Callable[[str, str, Code, float], None] | None = None,
     ) -> None:
         self.cache = cache
         self.extenders = extenders if extenders is not None else ExtenderSet(())
@@ -114,6 +123,13 @@ class Cycle:
         # Opportunistic batching, per profile (upstream: the OpportunisticBatching feature gate).
         self.batching = batching
         self.now = now
+        # ((extension point, status code, profile), seconds): kube-scheduler's extension point durations.
+        self.record = record or _ignore
+        # (plugin, extension point, status code, seconds), for a sample of the cycles as upstream: Reserve,
+        # Permit and PostFilter (the filter and score plugins run over all nodes at once: no per-plugin time).
+        self.record_plugin = record_plugin
+        self._sampler = random.Random()  # not self.rng: sampling must not move the tie-breaks
+        self._sample: Callable[[str, str, Code, float], None] | None = None  # this cycle's, if sampled
         self._batches: dict[str, tuple[Profile, OpportunisticBatch]] = {}
 
     def batch(self, profile: Profile) -> OpportunisticBatch | None:
@@ -133,6 +149,7 @@ class Cycle:
     async def run(self, profile: Profile, pod: PodInfo) -> Outcome:
         """Decide a node for ``pod`` and assume it there; on failure the outcome says why."""
         self.count += 1
+        self._sample = self.record_plugin if self._sampler.random() < PLUGIN_METRICS_SAMPLE else None
         out = Outcome(pod, CycleState())
         # Every plugin's exception becomes this pod's Error status (FrameworkError, logged with its
         # traceback where it is caught): the scheduler never ends for a plugin's bug.
@@ -193,10 +210,15 @@ class Cycle:
                 batch.store(signature, hinted, int(feasible[0]), table, self.count, None)
             return
         batch_of = NodeBatch(table, feasible)
+        record, clock = self.record, time.perf_counter
+        began = clock()
         fw.run_pre_score(state, pod, batch_of)
+        scoring = clock()
+        record(("PreScore", Code.SUCCESS, profile.name), scoring - began)
         raw = fw.score_raw(state, pod, batch_of)
         normalized = fw.normalize_scores(state, pod, batch_of, raw)
         totals, _ = fw.weigh(len(feasible), normalized)
+        record(("Score", Code.SUCCESS, profile.name), clock() - scoring)
         if self.extenders.prioritizers(pod):
             names = table.name_array()[feasible].tolist()
             extra = await self.extenders.prioritize(pod, table, feasible)
@@ -222,8 +244,11 @@ class Cycle:
         fw, pod, state = profile.framework, out.pod, out.state
         table = self.cache.table
         added: dict[int, list[PodInfo]] = {}
+        record, clock = self.record, time.perf_counter
         with self._nominated_pods(table, pod, added) if len(self.nominator) else _NOTHING:
+            began = clock()
             status, allowed = fw.run_pre_filter(state, pod, table)
+            record(("PreFilter", status.code, profile.name), clock() - began)
             if status.rejected:
                 diagnosis.pre_filter = status
                 return table.rows()[:0]
@@ -248,9 +273,11 @@ class Cycle:
                 if batch is not None:
                     batch.store(signature, hinted, hinted, table, self.count, None)
                 return hinted
+            began = clock()
             feasible = self._find(profile, state, pod, table, allowed, diagnosis)
             if added:
                 feasible = self._second_pass(fw, pod, table, feasible, added, diagnosis)
+            record(("Filter", Code.SUCCESS, profile.name), clock() - began)  # over all nodes, as upstream
         return feasible
 
     @contextlib.contextmanager
@@ -416,12 +443,18 @@ class Cycle:
             plugins.add(EXTENDER)
         out.plugins = frozenset(plugins)
         reasons: list[str] = []
+        began = time.perf_counter()
+        code = Code.UNSCHEDULABLE
         for plugin in profile.framework.post_filter:
+            started = time.perf_counter()
             try:
                 nominated, status = plugin.post_filter(state, pod, self.cache.table, diagnosis)
             except Exception as err:
                 raise plugin_error("PostFilter", plugin, pod, err) from err
             status = status.with_plugin(plugin.name)
+            if self._sample is not None:
+                self._sample(plugin.name, "PostFilter", status.code, time.perf_counter() - started)
+            code = status.code
             if status.ok:
                 out.nominated, out.post_filter = nominated or None, plugin
                 reasons = []
@@ -434,6 +467,8 @@ class Cycle:
                 reasons = [status.message]
                 break
             reasons += status.reasons
+        if profile.framework.post_filter:
+            self.record(("PostFilter", code, profile.name), time.perf_counter() - began)
         diagnosis.post_filter_message = ", ".join(reasons)
         out.message = diagnosis.message(total)
         # Rejected either way; only the message, built like kube-scheduler's FitError, is shown.
@@ -448,27 +483,43 @@ class Cycle:
         raised: FrameworkError | None = None
         point = "Reserve"
         current: object = None  # the plugin being run, for the error
+        clock, profile = time.perf_counter, fw.spec.scheduler_name
+        sample = self._sample
+        began = clock()
         try:
             for reserve in fw.reserve:
                 current = reserve
+                started = clock()
                 status = reserve.reserve(state, pod, node).with_plugin(reserve.name)
+                if sample is not None:
+                    sample(reserve.name, point, status.code, clock() - started)
                 if not status.ok:
                     failure = status
                     break
+            permitting = clock()
+            self.record((point, failure.code if failure else Code.SUCCESS, profile), permitting - began)
             if failure is None:
                 point = "Permit"
+                code = Code.SUCCESS
                 for permit in fw.permit:
                     current = permit
+                    started = clock()
                     status, timeout = permit.permit(state, pod, node)
                     status = status.with_plugin(permit.name)
+                    if sample is not None:
+                        sample(permit.name, point, status.code, clock() - started)
                     if status.code == Code.WAIT:
                         out.waits[permit.name] = timeout
+                        code = Code.WAIT
                     elif not status.ok:
                         failure = status
+                        code = status.code
                         break
+                self.record((point, code, profile), clock() - permitting)
         except Exception as err:
             raised = plugin_error(point, current, pod, err)
             failure = raised.status
+            self.record((point, Code.ERROR, profile), clock() - began)
         if failure is not None:
             unreserve(fw, state, pod, node)
             self.cache.forget(pod.uid)

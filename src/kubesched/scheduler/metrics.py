@@ -7,15 +7,39 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
-from prometheus_client.core import CounterMetricFamily, Metric
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+
+from kubesched.framework.status import Code
+from kubesched.http.exposition import FastHistograms, exponential_buckets, render
 
 # Per profile: opportunistic batching's attempts by result and cache flushes by reason.
 BatchCounts = Sequence[tuple[str, Mapping[str, int], Mapping[str, int]]]
 
-# kube-scheduler's buckets: exponential from 1 ms (attempt duration) and from 10 ms (SLI).
-_ATTEMPT_BUCKETS = tuple(0.001 * 2**i for i in range(15))
-_SLI_BUCKETS = tuple(0.01 * 2**i for i in range(20))
+# kube-scheduler v1.35.4's buckets (pkg/scheduler/metrics/metrics.go).
+_ATTEMPT_BUCKETS = exponential_buckets(0.001, 2, 15)
+_SLI_BUCKETS = exponential_buckets(0.01, 2, 20)
+_ATTEMPTS_BUCKETS = exponential_buckets(1, 2, 5)
+_VICTIMS_BUCKETS = exponential_buckets(1, 2, 7)
+_EXTENSION_POINT_BUCKETS = exponential_buckets(0.0001, 2, 12)
+_PLUGIN_BUCKETS = exponential_buckets(0.00001, 1.5, 20)
+# kube-scheduler's Code.String().
+CODE_TEXT = {
+    Code.SUCCESS: "Success",
+    Code.ERROR: "Error",
+    Code.UNSCHEDULABLE: "Unschedulable",
+    Code.UNSCHEDULABLE_AND_UNRESOLVABLE: "UnschedulableAndUnresolvable",
+    Code.WAIT: "Wait",
+    Code.SKIP: "Skip",
+    Code.PENDING: "Pending",
+}
+
+
+class _ByCode(FastHistograms):
+    """Histograms keyed (..., Code, ...): the code is written as kube-scheduler writes it only when scraped."""
+
+    def label_text(self, key: tuple[object, ...]) -> list[str]:
+        return [CODE_TEXT[v] if isinstance(v, Code) else str(v) for v in key]
 
 
 class SchedulerMetrics:
@@ -38,15 +62,16 @@ class SchedulerMetrics:
         self.pending = Gauge(
             "scheduler_pending_pods",
             "Number of pending pods, by the queue type. 'active' means number of pods in activeQ; 'backoff' means"
-            " number of pods in backoffQ; 'unschedulable' means number of pods in unschedulablePods;"
-            " 'gated' means number of pods gated by a PreEnqueue plugin.",
+            " number of pods in backoffQ; 'unschedulable' means number of pods in unschedulablePods that the"
+            " scheduler attempted to schedule and failed; 'gated' is the number of unschedulable pods that the"
+            " scheduler never attempted to schedule because they are gated.",
             ["queue"],
             registry=self.registry,
         )
         self.sli = Histogram(
             "scheduler_pod_scheduling_sli_duration_seconds",
-            "E2e latency for a pod being scheduled, from the time the pod enters the scheduling queue until it is"
-            " bound, by the number of attempts.",
+            "E2e latency for a pod being scheduled, from the time the pod enters the scheduling queue and might"
+            " involve multiple scheduling attempts.",
             ["attempts"],
             buckets=_SLI_BUCKETS,
             registry=self.registry,
@@ -81,6 +106,35 @@ class SchedulerMetrics:
             ["name"],
             registry=self.registry,
         )
+        self.pod_attempts = FastHistograms(
+            "scheduler_pod_scheduling_attempts",
+            "Number of attempts to successfully schedule a pod.",
+            [],
+            _ATTEMPTS_BUCKETS,
+        )
+        self.registry.register(self.pod_attempts)
+        self.preemption_victims = Histogram(
+            "scheduler_preemption_victims",
+            "Number of selected preemption victims",
+            buckets=_VICTIMS_BUCKETS,
+            registry=self.registry,
+        )
+        # Observed once per extension point per pod (``extension_points.observe((point, Code, profile), s)``):
+        # a hand-made histogram, no lock and no label strings on the hot path.
+        self.extension_points = _ByCode(
+            "scheduler_framework_extension_point_duration_seconds",
+            "Latency for running all plugins of a specific extension point.",
+            ["extension_point", "status", "profile"],
+            _EXTENSION_POINT_BUCKETS,
+        )
+        self.registry.register(self.extension_points)
+        self.plugin_durations = _ByCode(
+            "scheduler_plugin_execution_duration_seconds",
+            "Duration for running a plugin at a specific extension point.",
+            ["plugin", "extension_point", "status"],
+            _PLUGIN_BUCKETS,
+        )
+        self.registry.register(self.plugin_durations)
         self._pending_source: Callable[[], Mapping[str, int]] = dict
         # Labelled children, looked up once per label set (``labels()`` parses and locks on every call).
         # A child stays in its metric for good, so a cached one is the very child ``labels()`` returns.
@@ -96,29 +150,71 @@ class SchedulerMetrics:
         children[0].inc()
         children[1].observe(seconds)
 
+    def plugin(self, plugin: str, point: str, code: Code, seconds: float) -> None:
+        """One plugin at one point, for the sampled pods (kube-scheduler: 10 % of the scheduling cycles)."""
+        self.plugin_durations.observe((plugin, point, code), seconds)
+
     def plugin_error(self, profile: str, plugin: str, point: str) -> None:
         self.plugin_errors.labels(profile, plugin or "unknown", point or "unknown").inc()
 
     def scheduled(self, attempts: int, seconds: float) -> None:
         """A pod bound ``seconds`` after it entered the queue (the SLI), by attempts (15 and more: "15")."""
-        attempts = min(attempts, 15)
-        child = self._sli_children.get(attempts)
+        label = min(attempts, 15)
+        child = self._sli_children.get(label)
         if child is None:
-            child = self._sli_children[attempts] = self.sli.labels(str(attempts))
+            child = self._sli_children[label] = self.sli.labels(str(label))
         child.observe(seconds)
+        self.pod_attempts.observe((), attempts)
 
     def follow_batches(self, counts: Callable[[], BatchCounts]) -> None:
         """Where scheduler_batch_attempts_total and scheduler_batch_cache_flushed_total read at scrape time."""
         self.registry.register(_BatchCollector(counts))
 
-    def follow_queue(self, pending: Callable[[], Mapping[str, int]]) -> None:
-        """Where scheduler_pending_pods reads its values at scrape time."""
+    def follow_queue(
+        self,
+        pending: Callable[[], Mapping[str, int]],
+        incoming: Mapping[tuple[str, str], int] | None = None,
+        unschedulable: Callable[[], Mapping[tuple[str, str], int]] | None = None,
+    ) -> None:
+        """Where scheduler_pending_pods, scheduler_queue_incoming_pods_total (a live mapping of (queue, event)
+        to pods) and scheduler_unschedulable_pods (by plugin and profile) read their values at scrape time."""
         self._pending_source = pending
+        if incoming is not None and unschedulable is not None:
+            self.registry.register(_QueueCollector(incoming, unschedulable))
 
     def render(self) -> bytes:
         for queue, n in self._pending_source().items():
             self.pending.labels(queue).set(n)
-        return generate_latest(self.registry)
+        return render(self.registry)
+
+
+class _QueueCollector:
+    """The queue's counts, read when scraped: the queue pays a dict addition per placement."""
+
+    def __init__(
+        self, incoming: Mapping[tuple[str, str], int], unschedulable: Callable[[], Mapping[tuple[str, str], int]]
+    ) -> None:
+        self._incoming, self._unschedulable = incoming, unschedulable
+
+    def collect(self) -> Iterator[Metric]:
+        incoming = CounterMetricFamily(
+            "scheduler_queue_incoming_pods",
+            "Number of pods added to scheduling queues by event and queue type.",
+            labels=["queue", "event"],
+        )
+        for (queue, event), n in list(self._incoming.items()):
+            incoming.add_metric([queue, event], n)
+        yield incoming
+        unschedulable = GaugeMetricFamily(
+            "scheduler_unschedulable_pods",
+            "The number of unschedulable pods broken down by plugin name. A pod will increment the gauge for all"
+            " plugins that caused it to not schedule and so this metric have meaning only when broken down by"
+            " plugin.",
+            labels=["plugin", "profile"],
+        )
+        for (plugin, profile), n in sorted(self._unschedulable().items()):
+            unschedulable.add_metric([plugin, profile], n)
+        yield unschedulable
 
 
 class _BatchCollector:

@@ -35,6 +35,11 @@ ACTIVE, BACKOFF, UNSCHEDULABLE, GATED = "active", "backoff", "unschedulable", "g
 # Cluster events that can make a rejected pod schedulable.
 NODE_ADD, NODE_UPDATE, POD_DELETE, POD_ADD, POD_UPDATE = "NodeAdd", "NodeUpdate", "PodDelete", "PodAdd", "PodUpdate"
 
+# scheduler_queue_incoming_pods_total's event label, as kube-scheduler spells it (ClusterEvent.Label()).
+_EVENT_LABEL = {POD_DELETE: "AssignedPodDelete", POD_ADD: "AssignedPodAdd", POD_UPDATE: "AssignedPodUpdate"}
+UNSCHEDULED_POD_ADD, UNSCHEDULED_POD_UPDATE = "UnschedulablePodAdd", "UnschedulablePodUpdate"
+ATTEMPT_FAILURE, BACKOFF_COMPLETE, TIMEOUT_EVENT = "ScheduleAttemptFailure", "BackoffComplete", "UnschedulableTimeout"
+
 
 class Clock(Protocol):
     def now(self) -> float: ...
@@ -119,6 +124,25 @@ class SchedulingQueue:
         self._seq = 0
         self._moves = 0
         self._counts = {ACTIVE: 0, BACKOFF: 0, UNSCHEDULABLE: 0, GATED: 0, "": 0}
+        # Pods put into each place by event: kube-scheduler's scheduler_queue_incoming_pods_total{queue,event}
+        # (gated pods count as "unschedulable", where kube-scheduler keeps them).
+        self.incoming: dict[tuple[str, str], int] = {}
+        self._event = UNSCHEDULED_POD_ADD  # what moves the pods now being placed
+
+    def unschedulable_by_plugin(self) -> dict[tuple[str, str], int]:
+        """Queued pods (not in flight) per (rejecting or gating plugin, profile): kube-scheduler's
+        scheduler_unschedulable_pods{plugin,profile}, counted until the pod is tried again."""
+        out: dict[tuple[str, str], int] = {}
+        for entry in self._pods.values():
+            if not entry.where:
+                continue
+            plugins = entry.unschedulable_plugins
+            if entry.where == GATED and entry.gate.plugin:
+                plugins = plugins | {entry.gate.plugin}
+            for plugin in plugins:
+                key = (plugin, entry.profile)
+                out[key] = out.get(key, 0) + 1
+        return out
 
     # ---- membership ------------------------------------------------------------------------------
 
@@ -139,9 +163,13 @@ class SchedulingQueue:
         return {k: v for k, v in self._counts.items() if k}
 
     def _set_where(self, entry: QueuedPod, where: str) -> None:
-        self._counts[entry.where] -= 1
+        before = entry.where
+        self._counts[before] -= 1
         entry.where = where
         self._counts[where] += 1
+        if where and where != before:  # a re-sort or an update in place puts nothing in
+            key = (UNSCHEDULABLE if where == GATED else where, self._event)
+            self.incoming[key] = self.incoming.get(key, 0) + 1
 
     # ---- input -----------------------------------------------------------------------------------
 
@@ -154,6 +182,7 @@ class SchedulingQueue:
         entry = QueuedPod(info, profile, first_queued_at=now, queued_at=now)
         self._pods[info.uid] = entry
         self._counts[""] += 1
+        self._event = UNSCHEDULED_POD_ADD
         self._enqueue(entry)
 
     def update(self, info: PodInfo, profile: str) -> None:
@@ -163,6 +192,7 @@ class SchedulingQueue:
             self.add(info, profile)
             return
         entry.info, entry.profile = info, profile
+        self._event = UNSCHEDULED_POD_UPDATE
         if entry.where == GATED:
             self._enqueue(entry)
         elif entry.where == UNSCHEDULABLE:
@@ -238,6 +268,7 @@ class SchedulingQueue:
         entry.queued_at = now  # a retried pod goes behind equal-priority pods that arrived meanwhile
         entry.backoff_until = now + self.backoff_duration(entry.attempts)
         entry.unschedulable_plugins = plugins
+        self._event = ATTEMPT_FAILURE
         if error or entry.cycle_moves != self._moves:
             self._push_backoff(entry)
         else:
@@ -266,6 +297,7 @@ class SchedulingQueue:
     def flush(self) -> None:
         """Backoff pods whose time is up become active; pods parked too long leave the pool."""
         now = self.clock.now()
+        self._event = BACKOFF_COMPLETE
         while self._backoff and self._backoff[0][0] <= now:
             _, _, uid, version = heapq.heappop(self._backoff)
             entry = self._pods.get(uid)
@@ -276,6 +308,7 @@ class SchedulingQueue:
                     self._push_active(entry)
         if self._counts[UNSCHEDULABLE]:
             limit = now - self.unschedulable_timeout
+            self._event = TIMEOUT_EVENT
             for entry in [
                 e for e in self._pods.values() if e.where == UNSCHEDULABLE and e.unschedulable_since <= limit
             ]:
@@ -292,6 +325,7 @@ class SchedulingQueue:
         parked pods it may help (never the pod of UID ``skip``); returns how many moved."""
         self._moves += 1
         moved = 0
+        self._event = _EVENT_LABEL.get(event, event)
         if self._counts[UNSCHEDULABLE]:
             for entry in [e for e in self._pods.values() if e.where == UNSCHEDULABLE and e.info.uid != skip]:
                 if self.interested(entry, event, node, pod):

@@ -147,9 +147,11 @@ class Scheduler:
             percentage_of_nodes_to_score=built.config.percentage_of_nodes_to_score,
             rng=rng,
             batching=batching,
+            record=self.metrics.extension_points.observe,
+            record_plugin=self.metrics.plugin,
         )
         self.binder = Binder(backend, lambda: self.extenders, self.waiting, self._bound, bind_concurrency)
-        self.metrics.follow_queue(self.queue.pending)
+        self.metrics.follow_queue(self.queue.pending, self.queue.incoming, self.queue.unschedulable_by_plugin)
         self.metrics.follow_batches(self.cycle.batch_counts)
         self.placements: dict[str, Placement] = {}  # by pod key, for the embedded default's report
         self._foreign: dict[str, Pod] = {}  # pending pods of other schedulers, kept for a reload
@@ -476,6 +478,9 @@ class Scheduler:
             nominated = out.nominated
             self.nominator.add(pod, out.nominated)
             self.metrics.preemption_attempts.inc()
+            victims = getattr(out.state.get(getattr(out.post_filter, "name", "")), "victims", None)
+            if victims is not None:
+                self.metrics.preemption_victims.observe(len(victims))
             evict = getattr(out.post_filter, "evict", None)
             if evict is not None:
                 self._spawn(self._evict(evict, out.state, pod, out.nominated))

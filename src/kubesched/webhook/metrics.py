@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+from kubesched.http.exposition import render
 
 _BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0)
 
@@ -32,4 +34,4 @@ class WebhookMetrics:
         self.nodes = Gauge("kubesched_webhook_nodes", "Nodes known to the feasibility rules.", registry=self.registry)
 
     def render(self) -> bytes:
-        return generate_latest(self.registry)
+        return render(self.registry)
