@@ -37,6 +37,7 @@ __all__ = [
     "in_cluster",
 ]
 
+
 class APIError(Exception):
     """A non-2xx answer of the API server."""
 
@@ -210,3 +211,25 @@ class KubeClient:
             raise TransportError(f"watch {path}: silent for {read_timeout}s ({type(err).__name__})") from None
         except httpx.HTTPError as err:
             raise TransportError(f"watch {path}: {type(err).__name__}: {err}") from None
+
+    async def authenticate(self) -> str | None:
+        """Who the API server says we are (a SelfSubjectReview); None when it cannot be reached now.
+
+        Raises CredentialError when no credential can be obtained (a failing exec plugin) or the server
+        refuses it (401): a command checks this at startup and stops with the message, rather than
+        serving and retrying its watches forever.
+        """
+        review = {"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"}
+        try:
+            data = await self.request("POST", "/apis/authentication.k8s.io/v1/selfsubjectreviews", review)
+        except APIError as err:
+            if err.status == 401:
+                raise CredentialError(
+                    f"authentication failed: {self.conn.source or self.conn.server}: the API server refused"
+                    f" the credentials of user {self.credentials.user!r} ({err.message})"
+                ) from None
+            return f"(unknown: {err})"  # e.g. a server without the API: authenticated all the same
+        except (AnswerLost, Fenced, TransportError):
+            return None
+        user = msgspec.json.decode(data).get("status", {}).get("userInfo", {}).get("username", "")
+        return str(user)
