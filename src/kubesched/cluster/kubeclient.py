@@ -58,6 +58,18 @@ class APIError(Exception):
 _ALREADY_ASSIGNED = re.compile(r'is already assigned to node "([^"]+)"')
 
 
+class _UserInfo(msgspec.Struct):
+    username: str = ""
+
+
+class _ReviewStatus(msgspec.Struct):
+    userInfo: _UserInfo = msgspec.field(default_factory=_UserInfo)
+
+
+class _Review(msgspec.Struct):
+    status: _ReviewStatus = msgspec.field(default_factory=_ReviewStatus)
+
+
 class _Status(msgspec.Struct):
     message: str = ""
     reason: str = ""
@@ -231,5 +243,7 @@ class KubeClient:
             return f"(unknown: {err})"  # e.g. a server without the API: authenticated all the same
         except (AnswerLost, Fenced, TransportError):
             return None
-        user = msgspec.json.decode(data).get("status", {}).get("userInfo", {}).get("username", "")
-        return str(user)
+        try:
+            return msgspec.json.decode(data, type=_Review).status.userInfo.username
+        except msgspec.DecodeError:
+            return "(unknown)"
