@@ -35,6 +35,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     src.add_argument("--nodes", type=Path, help="file of Node objects (NodeList or list, JSON or YAML): no cluster")
     src.add_argument("--kubeconfig", help="list+watch nodes (and pods) from this cluster; also used to bind")
     src.add_argument("--in-cluster", action="store_true", help="use the pod's service account")
+    serving.add_context_flag(src)
     serve.add_argument(
         "--watch-pods",
         choices=("auto", "yes", "no"),
@@ -95,7 +96,8 @@ def run_serve(args: argparse.Namespace) -> int:
             raise CLIError(str(err)) from None
         log.info("node cache loaded from %s: %d nodes, %d pods", args.nodes, n_nodes, n_pods)
     try:
-        conn = connect(None if args.in_cluster else args.kubeconfig) if (args.kubeconfig or args.in_cluster) else None
+        kubeconfig = None if args.in_cluster else args.kubeconfig
+        conn = connect(kubeconfig, args.context) if (args.kubeconfig or args.in_cluster) else None
     except (KubeConfigError, OSError) as err:
         raise CLIError(str(err)) from None
     watch_pods = args.watch_pods == "yes" or (args.watch_pods == "auto" and bool(policy.managed_resources))
@@ -115,6 +117,8 @@ def run_serve(args: argparse.Namespace) -> int:
         dispatcher = Dispatcher(service, prefix=args.prefix, max_body=args.max_body_bytes)
         server = HTTPServer(dispatcher, host, port, tls, limits)
         tasks = []
+        if client is not None:
+            await serving.authenticate(client, log)
         if client is not None and not args.nodes:
             source = KubeSource(cache, client, watch_pods=watch_pods)
             log.info("node cache follows %s (pods: %s)", source.describe(), watch_pods)

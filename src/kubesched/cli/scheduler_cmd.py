@@ -58,6 +58,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     run.add_argument("-o", "--output", choices=("text", "json"), default="text", help="with --cluster: output format")
     run.add_argument("--kubeconfig", help="kubeconfig of the cluster (default: $KUBECONFIG, else in-cluster)")
     run.add_argument("--in-cluster", action="store_true", help="use the pod's service account")
+    run.add_argument("--context", help="kubeconfig context to use (default: its current-context)")
     run.add_argument(
         "--fail-on-pending",
         action="store_true",
@@ -238,7 +239,7 @@ def run_live(args: argparse.Namespace) -> int:
         # As kube-scheduler: clientConnection.kubeconfig of the file, else $KUBECONFIG, else in-cluster.
         kubeconfig = build(Handle).config.kubeconfig or None
     try:
-        conn = connect(None if args.in_cluster else kubeconfig)
+        conn = connect(None if args.in_cluster else kubeconfig, args.context)
     except (KubeConfigError, OSError) as err:
         raise CLIError(str(err)) from None
     options = LiveOptions(

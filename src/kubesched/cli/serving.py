@@ -11,6 +11,7 @@ from collections.abc import Coroutine, Iterable
 from typing import Any
 
 from kubesched.cli.errors import CLIError
+from kubesched.cluster.kubeclient import CredentialError, KubeClient
 from kubesched.http.server import Limits
 
 log = logging.getLogger("kubesched")
@@ -99,3 +100,19 @@ def limits_from(args: argparse.Namespace) -> Limits:
     return Limits(
         args.max_header_bytes, args.header_timeout, args.body_timeout, args.idle_timeout, args.max_connections
     )
+
+
+def add_context_flag(parser: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
+    parser.add_argument("--context", help="kubeconfig context to use (default: its current-context)")
+
+
+async def authenticate(client: KubeClient, log: logging.Logger) -> None:
+    """Stop with a clear error when the cluster's credentials cannot be obtained or are refused (at startup)."""
+    try:
+        user = await client.authenticate()
+    except CredentialError as err:
+        raise CLIError(str(err)) from None
+    if user is None:
+        log.warning("API server %s not reachable yet: authentication not checked", client.conn.server)
+    else:
+        log.info("authenticated to %s as %s", client.conn.server, user)

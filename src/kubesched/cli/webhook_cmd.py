@@ -33,6 +33,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     serve.add_argument("--listen", default="0.0.0.0:8443", help="HOST:PORT (default 0.0.0.0:8443)")
     src = serve.add_argument_group("nodes for feasibility rules (default: $KUBECONFIG, else in-cluster)")
     src.add_argument("--kubeconfig", help="list+watch nodes from this cluster")
+    serving.add_context_flag(src)
     src.add_argument("--nodes", type=Path, help="file of Node objects (NodeList or list, JSON or YAML): no cluster")
     serve.add_argument("--max-body-bytes", type=int, default=DEFAULT_MAX_BODY, help="reject larger requests (413)")
     serving.add_limit_flags(serve)
@@ -81,7 +82,7 @@ def run_serve(args: argparse.Namespace) -> int:
         log.info("nodes loaded from %s: %d", args.nodes, len(nodes))
     else:
         try:
-            conn = connect(args.kubeconfig)
+            conn = connect(args.kubeconfig, args.context)
         except (KubeConfigError, OSError) as err:
             raise CLIError(f"feasibility rules need nodes: {err} (or give --nodes FILE)") from None
 
@@ -91,6 +92,7 @@ def run_serve(args: argparse.Namespace) -> int:
         server = HTTPServer(routes, host, port, tls, limits)
         tasks = []
         if client is not None:
+            await serving.authenticate(client, log)
             source = KubeSource(cache, client, watch_pods=False)
             log.info("nodes follow %s", source.describe())
             tasks.append(asyncio.create_task(source.run()))

@@ -14,7 +14,11 @@ What it guarantees, so that a silent or broken network never stops the caller fo
   fresh connection, when a reused connection turned out dead;
 * ``gate``: a request is written only if the gate still allows it at the moment of writing (leader
   election fences bindings with it);
-* ``aclose()`` is bounded: connections are aborted, not drained.
+* ``aclose()`` is bounded: connections are aborted, not drained;
+* the Authorization header comes from ``auth`` per request (a cached string when valid); after a 401
+  the credential is refreshed once and only an idempotent request is sent again — a POST or PATCH
+  returns its 401 (nothing was applied) and the caller's next attempt carries the new credential.
+  New TLS connections take ``tls()``'s context, so reloaded client certificates are used.
 """
 
 from __future__ import annotations
@@ -24,7 +28,21 @@ import contextlib
 import ssl
 import time
 from collections.abc import Callable
+from typing import Protocol
 from urllib.parse import urlsplit
+
+IDEMPOTENT = frozenset({"GET", "HEAD", "OPTIONS", "PUT", "DELETE"})
+
+
+class Auth(Protocol):
+    """The Authorization value of each request (`credentials.Credentials`)."""
+
+    @property
+    def dynamic(self) -> bool: ...
+
+    def header(self) -> str | None: ...
+
+    async def refresh(self, rejected: str | None = None) -> str: ...
 
 
 class TransportError(OSError):
@@ -122,6 +140,8 @@ class Pool:
         connect_timeout: float = 5.0,
         timeout: float = 15.0,
         idle_timeout: float = 15.0,
+        auth: Auth | None = None,
+        tls: Callable[[], ssl.SSLContext] | None = None,
     ) -> None:
         url = urlsplit(server)
         self.host = url.hostname or "localhost"
@@ -139,6 +159,8 @@ class Pool:
         self.connect_timeout = connect_timeout
         self.timeout = timeout
         self.idle_timeout = idle_timeout
+        self.auth = auth
+        self.tls = tls if self.ssl is not None else None
         netloc = f"[{self.host}]" if ":" in self.host else self.host
         fixed = {"Host": f"{netloc}:{self.port}", **headers}
         self._head = "".join(f"{k}: {v}\r\n" for k, v in fixed.items()).encode()
@@ -150,8 +172,9 @@ class Pool:
     async def _open(self) -> _Conn:
         try:
             async with asyncio.timeout(self.connect_timeout):
+                context = self.tls() if self.tls is not None else self.ssl
                 reader, writer = await asyncio.open_connection(
-                    self.host, self.port, ssl=self.ssl, server_hostname=self.host if self.ssl else None
+                    self.host, self.port, ssl=context, server_hostname=self.host if self.ssl else None
                 )
         except TimeoutError:
             raise TransportError(
@@ -182,11 +205,31 @@ class Pool:
         gate: Callable[[], bool] | None = None,
     ) -> tuple[int, bytes]:
         """(status, body). Raises TransportError (nothing sent), AnswerLost (sent, no answer) or Fenced."""
+        auth = self.auth
+        value = "" if auth is None else auth.header()
+        if value is None:
+            value = await auth.refresh()  # type: ignore[union-attr]
+        limit = self.timeout if time_limit is None else time_limit
+        request = self._encode(method, path, body, content_type, value)
+        status, data = await self._send(method, path, request, limit, gate)
+        if status == 401 and auth is not None and auth.dynamic:
+            fresh = await auth.refresh(rejected=value)
+            if fresh != value and method in IDEMPOTENT:
+                request = self._encode(method, path, body, content_type, fresh)
+                status, data = await self._send(method, path, request, limit, gate)
+        return status, data
+
+    def _encode(self, method: str, path: str, body: bytes | None, content_type: str, auth: str) -> bytes:
         head = f"{method} {self.base}{path} HTTP/1.1\r\n".encode() + self._head
+        if auth:
+            head += f"Authorization: {auth}\r\n".encode()
         if body is not None:
             head += f"Content-Type: {content_type}\r\nContent-Length: {len(body)}\r\n".encode()
-        request = head + b"\r\n" + (body or b"")
-        limit = self.timeout if time_limit is None else time_limit
+        return head + b"\r\n" + (body or b"")
+
+    async def _send(
+        self, method: str, path: str, request: bytes, limit: float, gate: Callable[[], bool] | None
+    ) -> tuple[int, bytes]:
         async with self._slots:
             conn = self._take_idle()
             reused = conn is not None

@@ -1,5 +1,8 @@
 """A small asyncio client for the Kubernetes API: kubeconfig or in-cluster config, raw JSON in and out.
 
+Where and who (kubeconfig files, contexts, in-cluster) is `kubeconfig.py`; the per-request credential
+(tokens, exec plugins, certificate reloads) is `credentials.py`.
+
 Responses are returned as bytes or decoded into the partial structs of `kubesched.api.core`; nothing
 deserializes whole objects it does not read.
 """
@@ -7,30 +10,32 @@ deserializes whole objects it does not read.
 from __future__ import annotations
 
 import asyncio
-import base64
-import os
 import re
 import ssl
-import tempfile
-from collections.abc import AsyncIterator, Callable, Mapping
-from dataclasses import dataclass
-from pathlib import Path
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping
 from typing import Any
 from urllib.parse import urlencode
 
 import httpx
 import msgspec
-import yaml
 
-from kubesched.cluster.http1 import AnswerLost, Fenced, Pool, TransportError
+from kubesched.cluster.credentials import CredentialError, Credentials
+from kubesched.cluster.http1 import IDEMPOTENT, AnswerLost, Fenced, Pool, TransportError
+from kubesched.cluster.kubeconfig import Connection, KubeConfigError, connect, from_kubeconfig, in_cluster
 
-__all__ = ["APIError", "AnswerLost", "Connection", "Fenced", "KubeClient", "KubeConfigError", "TransportError"]
-
-SERVICE_ACCOUNT_DIR = Path("/var/run/secrets/kubernetes.io/serviceaccount")
-
-
-class KubeConfigError(ValueError):
-    """A kubeconfig that cannot be used; the message names the file and field."""
+__all__ = [
+    "APIError",
+    "AnswerLost",
+    "Connection",
+    "CredentialError",
+    "Fenced",
+    "KubeClient",
+    "KubeConfigError",
+    "TransportError",
+    "connect",
+    "from_kubeconfig",
+    "in_cluster",
+]
 
 
 class APIError(Exception):
@@ -53,111 +58,22 @@ class APIError(Exception):
 _ALREADY_ASSIGNED = re.compile(r'is already assigned to node "([^"]+)"')
 
 
+class _UserInfo(msgspec.Struct):
+    username: str = ""
+
+
+class _ReviewStatus(msgspec.Struct):
+    userInfo: _UserInfo = msgspec.field(default_factory=_UserInfo)
+
+
+class _Review(msgspec.Struct):
+    status: _ReviewStatus = msgspec.field(default_factory=_ReviewStatus)
+
+
 class _Status(msgspec.Struct):
     message: str = ""
     reason: str = ""
     code: int = 0
-
-
-@dataclass(frozen=True)
-class Connection:
-    """Where the API server is and how to authenticate."""
-
-    server: str
-    ssl_context: ssl.SSLContext | bool
-    token: str | None = None
-    source: str = ""
-
-
-def _data_or_file(entry: Mapping[str, Any], key: str, base: Path) -> bytes | None:
-    data = entry.get(f"{key}-data")
-    if data:
-        return base64.b64decode(data)
-    path = entry.get(key)
-    if path:
-        p = Path(path)
-        return (p if p.is_absolute() else base / p).read_bytes()
-    return None
-
-
-def _ssl_context(ca: bytes | None, cert: bytes | None, key: bytes | None, insecure: bool) -> ssl.SSLContext:
-    ctx = ssl.create_default_context()
-    if insecure:
-        ctx.check_hostname = False
-        ctx.verify_mode = ssl.CERT_NONE
-    elif ca:
-        ctx.load_verify_locations(cadata=ca.decode())
-    if cert and key:
-        # ssl loads client certificates only from files: write them to a private temp dir, then delete.
-        with tempfile.TemporaryDirectory() as tmp:
-            cf, kf = Path(tmp) / "c.pem", Path(tmp) / "k.pem"
-            cf.write_bytes(cert)
-            kf.write_bytes(key)
-            os.chmod(kf, 0o600)
-            ctx.load_cert_chain(cf, kf)
-    return ctx
-
-
-def from_kubeconfig(path: Path, context: str | None = None) -> Connection:
-    """Read a kubeconfig file (current context unless ``context`` is given)."""
-    try:
-        doc = yaml.safe_load(path.read_text())
-    except OSError as err:
-        raise KubeConfigError(f"{path}: cannot read: {err.strerror}") from None
-    except yaml.YAMLError as err:
-        raise KubeConfigError(f"{path}: not valid YAML: {err}") from None
-    if not isinstance(doc, dict):
-        raise KubeConfigError(f"{path}: not a kubeconfig")
-
-    def named(section: str, name: str) -> dict[str, Any]:
-        for item in doc.get(section) or []:
-            if item.get("name") == name:
-                return dict(item.get(section[:-1]) or {})
-        raise KubeConfigError(f"{path}: {section}: no entry named {name!r}")
-
-    ctx_name = context or doc.get("current-context")
-    if not ctx_name:
-        raise KubeConfigError(f"{path}: current-context is not set")
-    ctx = named("contexts", ctx_name)
-    cluster = named("clusters", ctx.get("cluster", ""))
-    user = named("users", ctx["user"]) if ctx.get("user") else {}
-    server = cluster.get("server")
-    if not server:
-        raise KubeConfigError(f"{path}: clusters[{ctx.get('cluster')}].server is not set")
-    base = path.parent
-    try:
-        ca = _data_or_file(cluster, "certificate-authority", base)
-        cert = _data_or_file(user, "client-certificate", base)
-        key = _data_or_file(user, "client-key", base)
-    except OSError as err:
-        raise KubeConfigError(f"{path}: {err.filename}: {err.strerror}") from None
-    token = user.get("token")
-    if not token and user.get("tokenFile"):
-        token = Path(user["tokenFile"]).read_text().strip()
-    try:
-        context_ssl = _ssl_context(ca, cert, key, bool(cluster.get("insecure-skip-tls-verify")))
-    except ssl.SSLError as err:
-        raise KubeConfigError(f"{path}: unusable certificate or key: {err}") from None
-    return Connection(server.rstrip("/"), context_ssl, token, str(path))
-
-
-def in_cluster() -> Connection:
-    """The pod's service account (KUBERNETES_SERVICE_HOST/PORT and the mounted token and CA)."""
-    host, port = os.environ.get("KUBERNETES_SERVICE_HOST"), os.environ.get("KUBERNETES_SERVICE_PORT")
-    if not host or not port:
-        raise KubeConfigError("not running in a cluster: KUBERNETES_SERVICE_HOST/PORT are not set")
-    token = (SERVICE_ACCOUNT_DIR / "token").read_text().strip()
-    ca = (SERVICE_ACCOUNT_DIR / "ca.crt").read_bytes()
-    host = f"[{host}]" if ":" in host else host
-    return Connection(f"https://{host}:{port}", _ssl_context(ca, None, None, False), token, "in-cluster")
-
-
-def connect(kubeconfig: str | None) -> Connection:
-    """A kubeconfig path, else $KUBECONFIG, else the in-cluster service account."""
-    path = kubeconfig or os.environ.get("KUBECONFIG")
-    if path:
-        return from_kubeconfig(Path(path))
-    return in_cluster()
 
 
 def raise_for_status(status: int, body: bytes) -> None:
@@ -169,6 +85,26 @@ def raise_for_status(status: int, body: bytes) -> None:
     except msgspec.DecodeError:
         raise APIError(status, body.decode(errors="replace")) from None
     raise APIError(status, st.message or body.decode(errors="replace"), st.reason)
+
+
+class _WatchAuth(httpx.Auth):
+    """The credential on a watch request; after a 401, refreshed once and the GET sent again."""
+
+    def __init__(self, creds: Credentials) -> None:
+        self.creds = creds
+
+    async def async_auth_flow(self, request: httpx.Request) -> AsyncGenerator[httpx.Request, httpx.Response]:
+        value = self.creds.header()
+        if value is None:
+            value = await self.creds.refresh()
+        if value:
+            request.headers["Authorization"] = value
+        response = yield request
+        if response.status_code == 401 and self.creds.dynamic and request.method in IDEMPOTENT:
+            fresh = await self.creds.refresh(rejected=value)
+            if fresh != value:
+                request.headers["Authorization"] = fresh
+                yield request
 
 
 class KubeClient:
@@ -192,10 +128,11 @@ class KubeClient:
         user_agent: str = "kubesched",
     ) -> None:
         headers = {"Accept": "application/json", "User-Agent": user_agent}
-        if conn.token:
-            headers["Authorization"] = f"Bearer {conn.token}"
         self.conn = conn
+        self.credentials = conn.credentials or Credentials(token=conn.token)
         self.connect_timeout = connect_timeout
+        https = conn.server.startswith("https:")
+        tls = self.credentials.ssl_context if conn.credentials is not None and https else None
         self.pool = Pool(
             conn.server,
             conn.ssl_context,
@@ -204,22 +141,43 @@ class KubeClient:
             connect_timeout=connect_timeout,
             timeout=timeout,
             idle_timeout=idle_timeout,
+            auth=self.credentials,
+            tls=tls,
         )
-        self._http = httpx.AsyncClient(
-            base_url=conn.server,
-            verify=conn.ssl_context,
-            headers=headers,
-            timeout=httpx.Timeout(timeout, connect=connect_timeout),
-            limits=httpx.Limits(keepalive_expiry=idle_timeout),
+        self._tls = tls
+        self._headers = headers
+        self._timeout = httpx.Timeout(timeout, connect=connect_timeout)
+        self._idle_timeout = idle_timeout
+        self._verify: ssl.SSLContext | bool = conn.ssl_context
+        self._http = self._httpx(conn.ssl_context)
+        self._retired: list[httpx.AsyncClient] = []
+
+    def _httpx(self, verify: ssl.SSLContext | bool) -> httpx.AsyncClient:
+        self._verify = verify
+        return httpx.AsyncClient(
+            base_url=self.conn.server,
+            verify=verify,
+            headers=self._headers,
+            auth=_WatchAuth(self.credentials),
+            timeout=self._timeout,
+            limits=httpx.Limits(keepalive_expiry=self._idle_timeout),
             trust_env=False,
         )
+
+    def _watch_client(self) -> httpx.AsyncClient:
+        """The httpx client for a new watch: a new one when the TLS context changed (a reloaded client certificate)."""
+        if self._tls is not None and (current := self._tls()) is not self._verify:
+            self._retired.append(self._http)  # its open watches end on their own; closed with the client
+            self._http = self._httpx(current)
+        return self._http
 
     async def aclose(self, grace: float = 2.0) -> None:
         """Close every connection; bounded by ``grace`` seconds whatever the network does."""
         await self.pool.aclose()
         try:
             async with asyncio.timeout(grace):
-                await self._http.aclose()
+                for http in (*self._retired, self._http):
+                    await http.aclose()
         except TimeoutError:
             pass
 
@@ -248,7 +206,7 @@ class KubeClient:
         """GET a watch stream and yield one JSON event per line (``read_timeout``: longest silence)."""
         timeout = httpx.Timeout(read_timeout, connect=self.connect_timeout)
         try:
-            async with self._http.stream("GET", path, params=params, timeout=timeout) as resp:
+            async with self._watch_client().stream("GET", path, params=params, timeout=timeout) as resp:
                 if not resp.is_success:
                     await resp.aread()
                     raise_for_status(resp.status_code, resp.content)
@@ -265,3 +223,27 @@ class KubeClient:
             raise TransportError(f"watch {path}: silent for {read_timeout}s ({type(err).__name__})") from None
         except httpx.HTTPError as err:
             raise TransportError(f"watch {path}: {type(err).__name__}: {err}") from None
+
+    async def authenticate(self) -> str | None:
+        """Who the API server says we are (a SelfSubjectReview); None when it cannot be reached now.
+
+        Raises CredentialError when no credential can be obtained (a failing exec plugin) or the server
+        refuses it (401): a command checks this at startup and stops with the message, rather than
+        serving and retrying its watches forever.
+        """
+        review = {"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"}
+        try:
+            data = await self.request("POST", "/apis/authentication.k8s.io/v1/selfsubjectreviews", review)
+        except APIError as err:
+            if err.status == 401:
+                raise CredentialError(
+                    f"authentication failed: {self.conn.source or self.conn.server}: the API server refused"
+                    f" the credentials of user {self.credentials.user!r} ({err.message})"
+                ) from None
+            return f"(unknown: {err})"  # e.g. a server without the API: authenticated all the same
+        except (AnswerLost, Fenced, TransportError):
+            return None
+        try:
+            return msgspec.json.decode(data, type=_Review).status.userInfo.username
+        except msgspec.DecodeError:
+            return "(unknown)"

@@ -23,7 +23,7 @@ from typing import Generic, TypeVar
 
 import msgspec
 
-from kubesched.cluster.kubeclient import APIError, KubeClient
+from kubesched.cluster.kubeclient import APIError, CredentialError, KubeClient
 
 T = TypeVar("T")
 log = logging.getLogger("kubesched.reflector")
@@ -159,6 +159,9 @@ class Reflector(Generic[T]):
                 need_list = True
             except (APIError, msgspec.DecodeError, OSError) as err:
                 pause = delay * random.uniform(0.5, 1.0)  # jitter: replicas do not retry in step
-                log.warning("watch of %s failed: %s; retrying in %.1fs", self.path, err, pause)
+                if isinstance(err, CredentialError) or (isinstance(err, APIError) and err.status == 401):
+                    log.error("watch of %s: authentication failed: %s; retrying in %.1fs", self.path, err, pause)
+                else:
+                    log.warning("watch of %s failed: %s; retrying in %.1fs", self.path, err, pause)
                 await asyncio.sleep(pause)
                 delay = min(delay * 2, MAX_BACKOFF)

@@ -23,7 +23,7 @@ import msgspec
 from kubesched.api.core import Node, ObjectMeta, Pod, ReplicationController, Service, Workload
 from kubesched.api.policy import PodDisruptionBudget
 from kubesched.cluster.cache import ClusterCache
-from kubesched.cluster.kubeclient import Connection, KubeClient
+from kubesched.cluster.kubeclient import Connection, CredentialError, KubeClient
 from kubesched.cluster.reflector import Handlers, Reflector
 from kubesched.cluster.source import ACTIVE_PODS
 from kubesched.cluster.workloads import Workloads
@@ -151,6 +151,13 @@ def reflectors(
 async def serve(options: LiveOptions) -> int:
     """Run until SIGTERM/SIGINT (0) or a lost lease (1)."""
     client = KubeClient(options.connection, user_agent="kubesched-scheduler")
+    try:
+        user = await client.authenticate()
+    except CredentialError as auth_err:
+        log.error("%s", auth_err)
+        await client.aclose()
+        return 1
+    log.info("authenticated to %s as %s", options.connection.server, user or "(not checked: server not reachable)")
     cache = ClusterCache()
     first = options.build(Handle)  # only to read client settings; the scheduler builds its own
     identity = options.identity or default_identity()  # the Lease holder's, and the events' reporting instance

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json as jsonlib
 import os
+import secrets
 import shutil
 import ssl
 import sys
@@ -40,6 +41,7 @@ SERVING_DNS = (
 )
 SERVING_IPS = ("127.0.0.1", "::1", "10.0.0.1")
 ADMIN = ("kubesched-admin", ("system:masters",))
+TOKEN_ADMIN = "kubesched-token-admin"  # the user of ControlPlane.admin_token
 # The identity real clusters give kube-scheduler; the apiserver's bootstrap RBAC already grants it what it needs.
 SCHEDULER_IDENTITY = "system:kube-scheduler"
 
@@ -70,6 +72,7 @@ class ControlPlane:
         keep_logs: bool | None = None,
         apiserver_flags: Mapping[str, str] | None = None,
         start_timeout: float = 120.0,
+        static_tokens: Mapping[str, tuple[str, Sequence[str]]] | None = None,
     ):
         found = binaries or build.cached()
         if found is None:
@@ -81,6 +84,10 @@ class ControlPlane:
         self.keep_logs = keep_logs_requested() if keep_logs is None else keep_logs
         self.apiserver_flags = dict(apiserver_flags or {})
         self.start_timeout = start_timeout
+        # Static bearer tokens (--token-auth-file, read at start): token -> (user, groups). ``admin_token``
+        # is always there (group system:masters), for tests of token and exec-plugin authentication.
+        self.admin_token = secrets.token_hex(16)
+        self.static_tokens = {self.admin_token: (TOKEN_ADMIN, ("system:masters",)), **(static_tokens or {})}
         self.port: int | None = None
         self.etcd_port: int | None = None
         self._etcd: ManagedProcess | None = None
@@ -106,6 +113,9 @@ class ControlPlane:
         sa_private, sa_public = pki.key_pair()
         pki.write_private(d / "sa.key", sa_private)
         (d / "sa.pub").write_bytes(sa_public)
+        with (d / "tokens.csv").open("w") as out:
+            for i, (token, (user, groups)) in enumerate(self.static_tokens.items()):
+                out.write(f'{token},{user},uid-{i},"{",".join(groups)}"\n')
         admin = pki.client_cert(self.client_ca, ADMIN[0], ADMIN[1])
         admin.write(d / "admin.crt", d / "admin.key")  # for curl --cert/--key while debugging
         self._admin_tls = ssl_context(self.serving_ca.cert_pem, admin)
@@ -187,6 +197,7 @@ class ControlPlane:
             "tls-cert-file": str(d / "apiserver.crt"),
             "tls-private-key-file": str(d / "apiserver.key"),
             "client-ca-file": str(d / "client-ca.crt"),
+            "token-auth-file": str(d / "tokens.csv"),
             "service-account-issuer": f"https://127.0.0.1:{port}",
             "service-account-key-file": str(d / "sa.pub"),
             "service-account-signing-key-file": str(d / "sa.key"),
