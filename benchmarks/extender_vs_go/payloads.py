@@ -35,7 +35,11 @@ def _hex(rng: random.Random, bits: int) -> str:
 
 
 def make_node(i: int, rng: random.Random) -> dict[str, Any]:
-    """Node i: 60 % carry the label `custom`, 3 % are cordoned, 0-8 units of the resource."""
+    """Node i: ~60 % carry the label `custom`, ~4 % are cordoned, 0-8 units of the resource.
+
+    Node 7 of every hundred is labelled and cordoned, so that even a small cluster reaches every rule.
+    """
+    marked = i % 100 == 7
     name = f"node-{i:05d}"
     zone = "us-east-1" + "abc"[i % 3]
     labels = {
@@ -50,7 +54,7 @@ def make_node(i: int, rng: random.Random) -> dict[str, Any]:
         "node-role.kubernetes.io/worker": "",
         "pool": f"pool-{i % 7}",
     }
-    if rng.random() < 0.6:
+    if rng.random() < 0.6 or marked:
         labels["custom"] = "true"
     cores = rng.choice((4, 8, 16, 32))
     mem_ki = cores * 4 * 1024 * 1024
@@ -75,7 +79,7 @@ def make_node(i: int, rng: random.Random) -> dict[str, Any]:
         )
     instance = f"i-{i:017x}"
     spec: dict[str, Any] = {"podCIDR": f"10.{i // 256 % 256}.{i % 256}.0/24", "providerID": f"aws:///{zone}/{instance}"}
-    if rng.random() < 0.03:
+    if rng.random() < 0.03 or marked:
         spec["unschedulable"] = True
     if rng.random() < 0.1:
         spec["taints"] = [{"key": "dedicated", "value": "batch", "effect": "NoSchedule"}]
