@@ -30,6 +30,9 @@ import payloads
 import reference
 from reference import BenchError, Server
 
+# case, go req/s, py req/s, py/go, go p50, py p50, go p99, py p99 (ms), same answers
+Row = tuple[str, float, float, float, float, float, float, float, bool]
+
 HEADER = (
     f"{'case':<28}{'go req/s':>10}{'py req/s':>10}{'py/go':>7}"
     f"{'go p50':>9}{'py p50':>9}{'go p99':>9}{'py p99':>9}  same"
@@ -69,7 +72,7 @@ def wrk(port: int, verb: str, body: Path, seconds: int) -> tuple[float, float, f
     return float(found.group(1)), _ms(proc.stdout, "50"), _ms(proc.stdout, "99")
 
 
-def bench_count(n: int, work: Path, binary: Path, seconds: int, template: str | None) -> tuple[list[tuple], int]:
+def bench_count(n: int, work: Path, binary: Path, seconds: int, template: str | None) -> tuple[list[Row], int]:
     """Check and time one node count; the table rows and the number of differing answers."""
     nodes_file = work / f"nodes-{n}.json"
     go_port, py_port = reference.free_port(), reference.free_port()
@@ -87,7 +90,7 @@ def bench_count(n: int, work: Path, binary: Path, seconds: int, template: str | 
         py_port,
         work / f"kubesched-{n}.log",
     )
-    rows: list[tuple] = []
+    rows: list[Row] = []
     try:
         probe = (work / f"filter-names-{n}.json").read_bytes()
         go.wait_ready(probe)
@@ -126,7 +129,7 @@ def main() -> int:
     try:
         ensure_tools()
         binary = reference.build_go()
-        rows: list[tuple] = []
+        rows: list[Row] = []
         mismatches = 0
         with tempfile.TemporaryDirectory(prefix="extbench-") as tmp:
             work = Path(tmp)
