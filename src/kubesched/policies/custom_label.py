@@ -1,5 +1,5 @@
-"""The `custom-label` policy (shared/bench/POLICY.md): pods go only to nodes labelled `custom`, and
-the extender manages the extended resource `example.com/custom-resource`.
+"""The `custom-label` policy (benchmarks/extender_vs_go/POLICY.md, shared with the Go reference extender):
+pods go only to nodes labelled `custom`, and the extender manages `example.com/custom-resource`.
 
 filter, first failing rule wins: no `custom` label → unresolvable; cordoned → unresolvable;
 too little `example.com/custom-resource` → FailedNodes (preemption may help). prioritize:

@@ -1,0 +1,3 @@
+module kubesched.local/goext
+
+go 1.22
