@@ -31,7 +31,6 @@ from kubesched.core.podinfo import PodInfo
 from kubesched.framework.interfaces import (
     AlreadyAssignedError,
     BindingUnknownError,
-    ClusterAPIError,
     CycleState,
     Handle,
     NodeBatch,
@@ -47,6 +46,8 @@ from kubesched.scheduler.extenders import ExtenderSet, preempt_hook
 from kubesched.scheduler.metrics import SchedulerMetrics
 from kubesched.scheduler.nominator import Nominator
 from kubesched.scheduler.pluginmanager import Built, Profile
+from kubesched.scheduler.unknown import DEFAULT_TTL as DEFAULT_UNKNOWN_TTL
+from kubesched.scheduler.unknown import Unknown, UnknownBindings
 
 log = logging.getLogger("kubesched.scheduler")
 V2 = 15  # kube-scheduler's V(2): details an operator turns on with -v 2
@@ -69,22 +70,6 @@ ALL_EVENTS = _NODE_EVENTS | _POD_EVENTS
 # Plugins whose Filter judges a node by itself and the pod (no PreFilter state): their hint for a node
 # event is their verdict on that node.
 NODE_LOCAL = frozenset({"NodeUnschedulable", "NodeName", "TaintToleration", "NodeAffinity", "NodeResourcesFit"})
-# A pod whose binding answer was lost stays counted on its node until the watch or a read of the pod
-# tells what happened: while the API server cannot answer, nothing can be bound anyway, and forgetting
-# the pod would let the next pod take its room the moment the server is back. After this long the log
-# says so (once); only a backend that cannot read pods forgets the pod then and retries it.
-BINDING_UNKNOWN_TTL = 30.0
-
-
-@dataclass(slots=True)
-class _Uncertain:
-    """A pod whose Binding was sent but whose answer was lost: still assumed on its node."""
-
-    profile: str
-    out: Outcome
-    entry: q.QueuedPod
-    message: str
-    deadline: float
 
 
 @dataclass(slots=True)
@@ -115,12 +100,11 @@ class Scheduler:
         bind_concurrency: int = 256,
         batching: bool = True,
         services: Mapping[str, Any] | None = None,
-        binding_unknown_ttl: float = BINDING_UNKNOWN_TTL,
+        binding_unknown_ttl: float = DEFAULT_UNKNOWN_TTL,
     ) -> None:
         self.cache = cache
-        self.binding_unknown_ttl = binding_unknown_ttl
-        self._uncertain: dict[str, _Uncertain] = {}  # pods whose binding's answer was lost, by UID
-        self._resolvers: set[asyncio.Task[None]] = set()
+        # Pods whose binding's answer was lost, still counted on their node until known (unknown.py).
+        self._uncertain = UnknownBindings(getattr(backend, "bound_node", None), self._settled, binding_unknown_ttl)
         self._sort_errors: dict[str, FrameworkError] = {}  # pods whose QueueSort key raised, by UID
         self._services = dict(services or {})  # more services for the plugins (run.py: the workloads)
         self.backend = backend
@@ -318,7 +302,7 @@ class Scheduler:
             was = self.cache.pod_node(uid)
             self.cache.upsert_pod(pod)
             if uid in self._uncertain:
-                self._settle(uid, pod.spec.node_name or None)
+                self._uncertain.settle(uid, pod.spec.node_name or None)
             self._forget_pending(uid)
             if pod.status.phase in _TERMINAL:
                 if was is not None:
@@ -347,7 +331,7 @@ class Scheduler:
         was = self.cache.pod_node(uid)
         self.cache.delete_pod(uid)
         if uid in self._uncertain:
-            self._settle(uid, None)
+            self._uncertain.settle(uid, None)
         self._forget_pending(uid)
         waiting = self.waiting.get(uid)
         if waiting is not None:
@@ -418,9 +402,7 @@ class Scheduler:
         """Graceful shutdown: finish bindings and evictions in flight (not the reads of pods whose
         binding's answer was lost: the next scheduler sees them as they are)."""
         await self.binder.drain()
-        for task in list(self._resolvers):
-            task.cancel()
-        await asyncio.gather(*list(self._resolvers), return_exceptions=True)
+        await self._uncertain.aclose()
         while self._background:
             await asyncio.gather(*list(self._background), return_exceptions=True)
         await self.extenders.aclose()
@@ -537,12 +519,7 @@ class Scheduler:
         if isinstance(err, (BindingUnknownError, AlreadyAssignedError)) and pod.uid in self._binding:
             # The server may have applied it: the pod stays counted on the node until we know.
             log.warning("binding %s to %s: %s; kept on the node until its state is known", pod.key, node, err)
-            self._uncertain[pod.uid] = _Uncertain(
-                name, out, entry, status.message, time.monotonic() + self.binding_unknown_ttl
-            )
-            task = asyncio.get_running_loop().create_task(self._resolve(pod.uid))
-            self._resolvers.add(task)
-            task.add_done_callback(self._resolvers.discard)
+            self._uncertain.add(pod, node, name, status.message, (out, entry))
             return
         still_pending = self._binding.pop(pod.uid, None) is not None
         self.metrics.attempt("error", name, time.perf_counter() - state["#started"])
@@ -593,18 +570,16 @@ class Scheduler:
         if where != node:
             self.queue.on_event(q.POD_DELETE, pod=pod)  # its room on the node it was assumed on is free
 
-    def _settle(self, uid: str, where: str | None) -> None:
+    def _settled(self, u: Unknown, where: str | None) -> None:
         """What became of a pod whose binding's answer was lost: bound to ``where``, not bound (''), or
-        gone (None). The watch (the cache already has it) or a read of the pod tells."""
-        u = self._uncertain.pop(uid, None)
-        if u is None:
-            return
-        out, node = u.out, u.out.node or ""
-        profile = self.built.profiles.get(u.entry.profile)
+        gone (None). The watch (the cache already has it) or a read of the pod told."""
+        out, entry = u.context
+        uid, node = u.pod.uid, u.node
+        profile = self.built.profiles.get(entry.profile)
         if where == node:
             log.info("binding %s to %s: confirmed after its answer was lost", out.pod.key, node)
             self._binding.pop(uid, None)
-            self._report_bound(u.profile, out, u.entry)
+            self._report_bound(u.profile, out, entry)
         elif where:
             self._binding.pop(uid, None)
             self._move_bound(out, where)
@@ -618,43 +593,7 @@ class Scheduler:
             still_pending = self._binding.pop(uid, None) is not None
             self.metrics.attempt("error", u.profile, time.perf_counter() - out.state["#started"])
             message = f"{u.message}; the pod is not bound"
-            self._binding_failed(
-                profile, out, u.entry, Status.error(message).with_plugin("DefaultBinder"), still_pending
-            )
-
-    async def _resolve(self, uid: str) -> None:
-        """Read the pod until the server answers (or the watch settles it first). A backend that cannot
-        read pods forgets it after the TTL; otherwise the TTL only earns a warning."""
-        u = self._uncertain.get(uid)
-        read = getattr(self.backend, "bound_node", None)
-        delay = 0.1
-        warned = False
-        while u is not None and self._uncertain.get(uid) is u:
-            left = u.deadline - time.monotonic()
-            if left <= 0 and read is None:
-                u.message += f"; its state unknown after {self.binding_unknown_ttl:g}s"
-                log.warning("binding %s: %s; forgotten and retried", u.out.pod.key, u.message)
-                self._settle(uid, "")
-                return
-            if left <= 0 and not warned:
-                warned = True
-                log.warning(
-                    "binding %s: state unknown for %gs (the API server does not answer); still counted on %s",
-                    u.out.pod.key,
-                    self.binding_unknown_ttl,
-                    u.out.node,
-                )
-            if read is not None:
-                try:
-                    where = await asyncio.wait_for(read(u.out.pod), 5.0)
-                except (ClusterAPIError, OSError, TimeoutError) as err:
-                    log.debug("reading %s after a lost binding answer: %s", u.out.pod.key, err)
-                else:
-                    if self._uncertain.get(uid) is u:
-                        self._settle(uid, where)
-                    return
-            await asyncio.sleep(delay if read is not None else min(delay, max(left, 0.0)))
-            delay = min(delay * 2, 2.0)
+            self._binding_failed(profile, out, entry, Status.error(message).with_plugin("DefaultBinder"), still_pending)
 
     def _spawn(self, coro: Any) -> None:
         task = asyncio.get_running_loop().create_task(coro)
