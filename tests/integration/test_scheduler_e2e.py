@@ -456,7 +456,13 @@ def test_preemption_evicts_the_least_important_victims(
                     marked.append(name)
             return marked
 
-        assert sorted(eventually(victims_marked, "victims being deleted")) == ["low", "lower"]
+        # The victims are evicted one after the other: wait for two to be marked, then check which.
+        def two_marked() -> list[str] | None:
+            marked = victims_marked()
+            return marked if len(marked) >= 2 else None
+
+        marked = eventually(two_marked, "victims being deleted")
+        assert sorted(marked) == ["low", "lower"]
         assert get(cp, ns, "high")["status"].get("nominatedNodeName") == run.node("a")
         preempted = [e for e in events(cp, ns, "low") if e["reason"] == "Preempted"]
         assert preempted and preempted[0]["note"].startswith("Preempted by pod ")
