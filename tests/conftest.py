@@ -8,7 +8,7 @@ import pytest
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    if os.environ.get("CI", "").lower() != "true":
+    if os.environ.get("CI", "").lower() not in ("true", "1"):
         return
     reporter = session.config.pluginmanager.get_plugin("terminalreporter")
     skipped = len(reporter.stats.get("skipped", [])) if reporter else 0

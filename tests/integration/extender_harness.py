@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import socket
 import subprocess
 import sys
 import time
@@ -14,17 +13,11 @@ from typing import Any
 import httpx
 
 from kubesched.testing.controlplane import ControlPlane
+from kubesched.testing.process import free_port
 from kubesched.testing.scheduler import KubeScheduler
 
 RES = "example.com/custom-resource"
 EXTENDER_USER = "kubesched-extender"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 def grant_extender_rbac(cp: ControlPlane) -> Path:

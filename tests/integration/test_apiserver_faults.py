@@ -240,8 +240,11 @@ async def test_events_written_during_an_outage_appear_after_it(
                 write = recorder.record(event)
                 assert write is not None
                 task = asyncio.ensure_future(write)
-                await asyncio.sleep(4)  # the outage's length: several tries fail
-                assert recorder.retried >= 1 and not task.done()
+                deadline = time.monotonic() + 20
+                while recorder.retried < 1:  # at least one try failed during the outage
+                    assert time.monotonic() < deadline, "no failed try during the outage"
+                    await asyncio.sleep(0.1)
+                assert not task.done()
                 proxy.heal()
                 healed = time.monotonic()
                 await asyncio.wait_for(task, 30)

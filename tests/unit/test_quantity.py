@@ -183,3 +183,13 @@ def test_resource_value_caps_what_the_tables_count() -> None:
     assert resource_value("example.com/gpu", 10**30) == MAX_AMOUNT
     assert resource_value("memory", "8Pi") == MAX_AMOUNT
     assert resource_value("memory", "7Pi") == 7 * 2**50
+
+
+def test_amounts_are_clamped_both_ways_and_digits_are_ascii() -> None:
+    from kubesched.core.quantity import MAX_AMOUNT, QuantityError, resource_value
+
+    assert resource_value("memory", "-1e30") == -MAX_AMOUNT
+    assert resource_value("cpu", -(10**30)) == -MAX_AMOUNT
+    assert resource_value("memory", "1e30") == MAX_AMOUNT
+    with pytest.raises(QuantityError):
+        resource_value("memory", "١٢")  # Arabic-Indic digits: Go's parser refuses them

@@ -82,7 +82,7 @@ class _Conn:
             return False
         return now - self.idle_since <= idle_timeout
 
-    async def roundtrip(self, request: bytes) -> tuple[int, bytes]:
+    async def roundtrip(self, request: bytes, head: bool = False) -> tuple[int, bytes]:
         self.writer.write(request)
         await self.writer.drain()
         status_line = await self.reader.readline()
@@ -106,7 +106,9 @@ class _Conn:
                 chunked = True
             elif key == b"connection" and b"close" in value.lower():
                 close = True
-        if chunked:
+        if head or status < 200 or status in (204, 304):
+            body = b""  # no body by definition, whatever the headers announce (RFC 9112 §6.3)
+        elif chunked:
             chunks = []
             while True:
                 size = int((await self.reader.readline()).split(b";")[0].strip(), 16)
@@ -243,7 +245,7 @@ class Pool:
                 self._busy.add(current)
                 try:
                     async with asyncio.timeout(limit):
-                        result = await current.roundtrip(request)
+                        result = await current.roundtrip(request, method == "HEAD")
                 except _RETRYABLE as err:
                     current.close()
                     timed_out = isinstance(err, TimeoutError)

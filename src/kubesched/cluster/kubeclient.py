@@ -23,6 +23,10 @@ from kubesched.cluster.credentials import CredentialError, Credentials
 from kubesched.cluster.http1 import IDEMPOTENT, AnswerLost, Fenced, Pool, TransportError
 from kubesched.cluster.kubeconfig import Connection, KubeConfigError, connect, from_kubeconfig, in_cluster
 
+# How long a retired watch client lives: a watch's longest life (the server ends it after at most 20 s)
+# plus its silence margin, with room to spare.
+_RETIRED_LIFE = 60.0
+
 __all__ = [
     "APIError",
     "AnswerLost",
@@ -150,7 +154,10 @@ class KubeClient:
         self._idle_timeout = idle_timeout
         self._verify: ssl.SSLContext | bool = conn.ssl_context
         self._http = self._httpx(conn.ssl_context)
-        self._retired: list[httpx.AsyncClient] = []
+        # Clients replaced after a certificate reload: their watches end within a watch's longest life
+        # (the server ends each after at most 20 s), then they are closed.
+        self._retired: list[tuple[float, httpx.AsyncClient]] = []
+        self._closing: set[asyncio.Task[None]] = set()
 
     def _httpx(self, verify: ssl.SSLContext | bool) -> httpx.AsyncClient:
         self._verify = verify
@@ -166,8 +173,14 @@ class KubeClient:
 
     def _watch_client(self) -> httpx.AsyncClient:
         """The httpx client for a new watch: a new one when the TLS context changed (a reloaded client certificate)."""
+        if self._retired:
+            loop = asyncio.get_running_loop()
+            while self._retired and self._retired[0][0] <= loop.time():
+                task = loop.create_task(self._retired.pop(0)[1].aclose())
+                self._closing.add(task)
+                task.add_done_callback(self._closing.discard)
         if self._tls is not None and (current := self._tls()) is not self._verify:
-            self._retired.append(self._http)  # its open watches end on their own; closed with the client
+            self._retired.append((asyncio.get_running_loop().time() + _RETIRED_LIFE, self._http))
             self._http = self._httpx(current)
         return self._http
 
@@ -176,7 +189,7 @@ class KubeClient:
         await self.pool.aclose()
         try:
             async with asyncio.timeout(grace):
-                for http in (*self._retired, self._http):
+                for http in (*(client for _, client in self._retired), self._http):
                     await http.aclose()
         except TimeoutError:
             pass
@@ -241,7 +254,7 @@ class KubeClient:
                     f" the credentials of user {self.credentials.user!r} ({err.message})"
                 ) from None
             return f"(unknown: {err})"  # e.g. a server without the API: authenticated all the same
-        except (AnswerLost, Fenced, TransportError):
+        except TransportError:
             return None
         try:
             return msgspec.json.decode(data, type=_Review).status.userInfo.username

@@ -26,10 +26,10 @@ from dataclasses import dataclass
 from kubesched.cluster.cache import ClusterCache
 from kubesched.core.podinfo import PodInfo
 
-# Why 300 s: the TTL runs from a successful binding POST, so it matters only when the watch does not
-# report the bound pod. While the watch is down, the pod IS bound: expiring it early would over-commit.
-# A dead watch is noticed after at most its read timeout (watch timeout 300 s + 30 s) and then relisted,
-# which confirms the pod; a reservation outliving that is stale (e.g. its pod was deleted during the gap).
+# Why 300 s: the TTL runs from a successful (or unknown) binding POST, so it matters only when the watch
+# does not report the bound pod. While the watch is down, the pod IS bound: expiring it early would
+# over-commit. A silent watch is found within ~25 s and resumed; 300 s also rides out an API server
+# outage of a few minutes. A reservation outliving that is stale (its pod deleted during the gap).
 DEFAULT_TTL = 300.0
 _MEMO = 4096  # pods remembered from filter requests, for bind (which carries only the pod's name)
 

@@ -9,7 +9,7 @@ from functools import cached_property
 import msgspec
 
 from kubesched.api.core import Container, Pod, Toleration
-from kubesched.core.quantity import MAX_AMOUNT, resource_value
+from kubesched.core.quantity import MAX_AMOUNT, clamp_amount, resource_value
 
 # kube-scheduler's scoring defaults for containers that do not mention cpu or memory.
 DEFAULT_MILLI_CPU_REQUEST = 100
@@ -222,9 +222,9 @@ def compute_requests(pod: Pod) -> tuple[dict[str, int], int, int]:
         elif name == "memory":
             nz_mem += v
     # Sums of saturated amounts are capped again, so the table's int64 sums cannot overflow.
-    if any(v > MAX_AMOUNT for v in total.values()) or max(nz_cpu, nz_mem) > MAX_AMOUNT:
-        total = {k: min(v, MAX_AMOUNT) for k, v in total.items()}
-        nz_cpu, nz_mem = min(nz_cpu, MAX_AMOUNT), min(nz_mem, MAX_AMOUNT)
+    if any(abs(v) > MAX_AMOUNT for v in total.values()) or max(abs(nz_cpu), abs(nz_mem)) > MAX_AMOUNT:
+        total = {k: clamp_amount(v) for k, v in total.items()}
+        nz_cpu, nz_mem = clamp_amount(nz_cpu), clamp_amount(nz_mem)
     return total, nz_cpu, nz_mem
 
 

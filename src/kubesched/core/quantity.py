@@ -22,11 +22,11 @@ MAX_AMOUNT = 2**53
 _DECIMAL = {"n": -9, "u": -6, "m": -3, "": 0, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15, "E": 18}
 _BINARY = {"Ki": 10, "Mi": 20, "Gi": 30, "Ti": 40, "Pi": 50, "Ei": 60}
 # The forms nearly every object uses ("4", "500m", "512Mi", "2G"): a few digits and a suffix.
-_SIMPLE = re.compile(r"^(\d{1,15})(m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei)?$")
+_SIMPLE = re.compile(r"^([0-9]{1,15})(m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei)?$")
 _SIMPLE_FACTOR = {None: 1} | {k: 10**v for k, v in _DECIMAL.items() if v > 0} | {k: 2**v for k, v in _BINARY.items()}
 # Unambiguous (no nested or adjacent repeats that could match the same digits), so matching is
 # linear in the length even on a long run of digits that fails at its end.
-_PATTERN = re.compile(r"([+-]?)(\d*)(?:\.(\d*))?(?:[eE]([+-]?)(\d+)|(Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE]))?")
+_PATTERN = re.compile(r"([+-]?)([0-9]*)(?:\.([0-9]*))?(?:[eE]([+-]?)([0-9]+)|(Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE]))?")
 _LOG10_2 = 0.30103
 
 
@@ -132,13 +132,18 @@ def resource_value(resource: str, value: str | int | float) -> int:
     at most MAX_AMOUNT."""
     if isinstance(value, str):
         return _cached_value(resource == "cpu", value)
-    return min(to_milli(value) if resource == "cpu" else to_int(value), MAX_AMOUNT)
+    return clamp_amount(to_milli(value) if resource == "cpu" else to_int(value))
+
+
+def clamp_amount(value: int) -> int:
+    """``value`` within ±MAX_AMOUNT (both ways: sums of negative amounts must not leave int64 either)."""
+    return -MAX_AMOUNT if value < -MAX_AMOUNT else MAX_AMOUNT if value > MAX_AMOUNT else value
 
 
 @lru_cache(maxsize=4096)
 def _cached_value(milli: bool, value: str) -> int:
     # Pods of one workload repeat the same few strings ("100m", "128Mi"): parse each once.
-    return min(to_milli(value) if milli else to_int(value), MAX_AMOUNT)
+    return clamp_amount(to_milli(value) if milli else to_int(value))
 
 
 def format_milli_cpu(milli: int) -> str:

@@ -96,11 +96,14 @@ class BindingWriter:
         """The pod's node as the API server has it now ("" unbound or gone), None if it cannot be read."""
         try:
             raw = await self.client.request("GET", f"/api/v1/namespaces/{args.PodNamespace}/pods/{args.PodName}")
-            return self._pod_decoder.decode(raw).spec.node_name or ""
+            pod = self._pod_decoder.decode(raw)
         except APIError as err:
             return "" if err.status == 404 else None
         except (OSError, msgspec.DecodeError):
             return None
+        if args.PodUID and pod.metadata.uid != args.PodUID:
+            return ""  # the pod we bound is gone; another of its name took its place
+        return pod.spec.node_name or ""
 
     async def settle_unknown(self, args: wire.ExtenderBindingArgs, info: PodInfo) -> str | None:
         """An earlier binding of this pod lost its answer: learn where it is before binding it again.

@@ -302,7 +302,13 @@ class ExtenderService:
         if reason is not None:
             log.info("bind %s to %s refused: %s", key, args.Node, reason)
             return _bind_result(f"pod {key} no longer fits node {args.Node}: {reason}")
-        outcome = await self._writer.post_binding(args, info)
+        try:
+            outcome = await self._writer.post_binding(args, info)
+        except BaseException:
+            # Cancelled mid-POST (the connection closed, shutdown): the Binding may have gone out.
+            # Keep counting the pod, with its TTL, until the watch or the next bind tells.
+            self.ledger.mark_unknown(info.uid)
+            raise
         if outcome is None:
             self.ledger.finish(info.uid)
             log.info("bound %s to %s", key, args.Node)

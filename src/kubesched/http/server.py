@@ -74,6 +74,9 @@ class HTTPProtocol(asyncio.Protocol):
         # not per header, because httptools buffers a header's pieces and hands it over only whole.
         self.in_head = True
         self.head_bytes = 0
+        # Bytes read after the head beyond the body itself: chunk framing and trailers. httptools buffers
+        # trailers like headers, so they are bounded by the header limit too.
+        self.framing = 0
         self.body = Body(handler.max_body)
         self.expect_continue = False
         self.rejected = False  # an answer was already sent for this request (413, 431)
@@ -98,8 +101,7 @@ class HTTPProtocol(asyncio.Protocol):
         if len(self.connections) >= self.limits.max_connections:
             body = _TOO_MANY % self.limits.max_connections
             transport.write(_head(503, TEXT, len(body), False) + body)  # type: ignore[attr-defined]
-            transport.close()
-            self.transport = None
+            self._close_after_answer()  # lingering, so the client's request does not reset the 503 away
             return
         self.connections.add(self)
         self._start_phase()
@@ -158,6 +160,11 @@ class HTTPProtocol(asyncio.Protocol):
             if self.head_bytes > self.limits.max_header_bytes and not self._head_ends_in_time(data):
                 self._head_too_large()
                 return
+        else:
+            self.framing += len(data)
+            if self.framing - self.body.size > self.limits.max_header_bytes and not self.rejected:
+                self._head_too_large("chunk framing and trailers")
+                return
         try:
             self.parser.feed_data(data)
         except httptools.HttpParserUpgrade:
@@ -175,9 +182,9 @@ class HTTPProtocol(asyncio.Protocol):
         room = self.limits.max_header_bytes - (self.head_bytes - len(data))
         return room >= 0 and (data.find(b"\r\n\r\n", 0, room + 4) >= 0 or data.startswith((b"\n", b"\r\n")))
 
-    def _head_too_large(self) -> None:
+    def _head_too_large(self, what: str = "request line and headers") -> None:
         limit = self.limits.max_header_bytes
-        body = f"request line and headers over the limit of {limit} bytes (--max-header-bytes)".encode()
+        body = f"{what} over the limit of {limit} bytes (--max-header-bytes)".encode()
         self._send((431, body, TEXT), keep_alive=False)
 
     def on_message_begin(self) -> None:
@@ -216,10 +223,11 @@ class HTTPProtocol(asyncio.Protocol):
     def on_message_complete(self) -> None:
         self.in_head = True
         self.head_bytes = 0
+        self.framing = 0
         if self.rejected or self.transport is None:
             return
         self.phase = _BUSY
-        path = httptools.parse_url(self.url).path.decode("utf-8", "replace")
+        path = self._path()
         method = self.parser.get_method().decode()
         body = self.body.take()
         self.url = b""

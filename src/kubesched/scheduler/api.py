@@ -36,8 +36,6 @@ log = logging.getLogger("kubesched.scheduler")
 NOTE_LENGTH_LIMIT = 1024
 STRATEGIC = "application/strategic-merge-patch+json"
 MERGE = "application/merge-patch+json"
-# kube-apiserver's 409 for a Binding of a bound pod (pkg/registry/core/pod/storage, v1.35.4): `Operation cannot
-# be fulfilled on pods/binding "web-0": pod web-0 is already assigned to node "node-a"`.
 
 
 def rfc3339(ts: float | None = None) -> str:
@@ -129,7 +127,8 @@ class APIBackend:
         """Where the pod is bound now: its node, '' while pending, None when it is gone (or another pod of
         its name replaced it). Raises ClusterAPIError when the server cannot say."""
         try:
-            data = await self._call("GET", f"/api/v1/namespaces/{pod.namespace}/pods/{pod.name}")
+            # A read: not behind the write rate limiter, nor the leader fence (reading is always safe).
+            data = await self.client.request("GET", f"/api/v1/namespaces/{pod.namespace}/pods/{pod.name}")
         except APIError as err:
             if err.status == 404:
                 return None

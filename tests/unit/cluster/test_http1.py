@@ -38,6 +38,9 @@ async def server() -> AsyncIterator[tuple[str, list[bytes]]]:
             elif path == b"/drop":
                 writer.close()  # a kept-alive connection the server gave up on
                 return
+            elif path == b"/nocontent":
+                # 204 without Content-Length on a kept-alive connection: no body by definition.
+                writer.write(b"HTTP/1.1 204 No Content\r\n\r\n")
             elif path == b"/silent":
                 await asyncio.Event().wait()  # never answers, never closes
             elif path == b"/bye":
@@ -169,3 +172,13 @@ def test_event_notes_are_truncated_as_kube_scheduler_does() -> None:
     assert truncate_note("short") == "short"
     long = "x" * 2000
     assert truncate_note(long) == "x" * 1020 + " ..." and len(truncate_note(long).encode()) == 1024
+
+
+async def test_a_204_and_a_head_answer_have_no_body_and_do_not_wait(server: tuple[str, list[bytes]]) -> None:
+    url, _ = server
+    pool = Pool(url, False, {}, timeout=5)
+    # Before: read until the server closed, so each waited the full timeout and raised AnswerLost.
+    assert await asyncio.wait_for(pool.request("DELETE", "/nocontent"), 2) == (204, b"")
+    assert await asyncio.wait_for(pool.request("HEAD", "/close"), 2) == (201, b"")
+    assert await asyncio.wait_for(pool.request("GET", "/chunked"), 2) == (200, b"abcde")
+    await pool.aclose()

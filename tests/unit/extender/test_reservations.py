@@ -301,3 +301,44 @@ async def test_metrics_show_reservations_and_allocation() -> None:
     assert "kubesched_extender_reservations_total 1.0" in body
     assert f'kubesched_extender_managed_resource_allocated{{node="{SMALL}",resource="{RES}"}} 1.0' in body
     assert f'kubesched_extender_managed_resource_allocatable{{node="{SMALL}",resource="{RES}"}} 2.0' in body
+
+
+async def test_a_bind_cancelled_mid_post_keeps_counting_with_a_ttl() -> None:
+    clock = Clock()
+    svc, api = bound_service(clock, ttl=30)
+    p = burst(1)[0]
+    filter_(svc, p)
+    gate = asyncio.Event()
+    original = api.request
+
+    async def hanging(method: str, path: str, body: Any = None, params: Any = None) -> bytes:
+        if method == "POST":
+            await gate.wait()  # the connection closes (kube-scheduler gave up) before the answer
+        return await original(method, path, body, params)
+
+    api.request = hanging  # type: ignore[method-assign]
+    task = asyncio.ensure_future(bind(svc, p))
+    for _ in range(10):
+        await asyncio.sleep(0)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    entry = svc.ledger.entries["u0"]
+    assert entry.unknown and entry.deadline is not None  # counted, and not for ever
+    assert used(svc) == 1
+    clock.now += 31
+    svc.ledger.sweep()
+    assert used(svc) == 0 and svc.ledger.entries == {}
+
+
+async def test_the_read_back_ignores_another_pod_of_the_same_name() -> None:
+    svc, api = bound_service()
+    p = burst(1)[0]
+    replaced = json.loads(json.dumps(p))
+    replaced["metadata"]["uid"] = "someone-else"
+    replaced["spec"]["nodeName"] = SMALL
+    api.pods["p0"] = replaced  # the pod we bound is gone; a new one of its name sits on the node
+    filter_(svc, p)
+    api.post_error = lambda: AnswerLost("connection reset by peer")
+    assert "the answer was lost" in await bind(svc, p)
+    assert used(svc) == 0 and svc.ledger.entries == {}  # ours is not bound: released, not "confirmed"

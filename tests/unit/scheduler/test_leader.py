@@ -49,8 +49,10 @@ async def test_renewals_stuck_on_a_silent_connection_lose_the_lease_within_the_d
     await elector.acquire()
     assert elector.may_act()
     keep = asyncio.create_task(elector.keep())
-    await asyncio.sleep(0.35)
-    assert server.puts >= 2 and elector.may_act()
+    async with asyncio.timeout(5):
+        while server.puts < 2:  # noqa: ASYNC110 - a counter of the fake server, nothing to wait on
+            await asyncio.sleep(0.01)
+    assert elector.may_act()
     server.silent = True
     silenced = time.monotonic()
     # Before: the renewal waited on the silent connection for ever and the leader never stepped down.
@@ -63,7 +65,7 @@ async def test_renewals_stuck_on_a_silent_connection_lose_the_lease_within_the_d
     lost_after = time.monotonic() - silenced
     # The fence closes before a standby may take over: leaseDuration after the last renewal it saw.
     assert fenced_after < CONFIG.lease_duration
-    assert lost_after <= CONFIG.retry_period + CONFIG.renew_deadline + 0.2
+    assert lost_after <= CONFIG.retry_period + CONFIG.renew_deadline + 1.0  # slack for a loaded machine
     assert not elector.leading and not elector.may_act()
 
 
