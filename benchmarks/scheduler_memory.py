@@ -16,10 +16,10 @@ import msgspec
 
 from kubesched.api.core import Node, Pod
 from kubesched.cluster.cache import ClusterCache
+from kubesched.scheduler.engine.queue import ManualClock
+from kubesched.scheduler.engine.scheduler import Scheduler
 from kubesched.scheduler.memory import MemoryCluster, run_until_settled
-from kubesched.scheduler.pluginmanager import build_default
-from kubesched.scheduler.queue import ManualClock
-from kubesched.scheduler.scheduler import Scheduler
+from kubesched.scheduler.profiles.manager import build_default
 
 
 def nodes(n: int) -> list[Node]:

@@ -1,6 +1,6 @@
 # examples/licensed_policy.py — serve with: kubesched extender serve --policy examples/licensed_policy.py --nodes examples/nodes.yaml
 import numpy as np
-from kubesched.api.slim import NodeFields
+from kubesched.api.node_fields import NodeFields
 from kubesched.framework.interfaces import FilterPlugin, NodeScorePlugin
 from kubesched.framework.policy import ManagedResource, Policy
 from kubesched.framework.profile import PluginRef, ProfileSpec

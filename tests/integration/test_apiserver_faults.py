@@ -18,7 +18,7 @@ import pytest
 import yaml
 
 from kubesched.cluster.kubeclient import AnswerLost, KubeClient, from_kubeconfig
-from kubesched.scheduler.events import EventRecorder
+from kubesched.scheduler.remote.events import EventRecorder
 from kubesched.testing.controlplane import ControlPlane
 from kubesched.testing.faultproxy import FaultProxy
 from tests.integration.test_scheduler_e2e import Run, create, events, eventually, node_of, nodes, pod, running

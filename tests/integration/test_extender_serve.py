@@ -14,7 +14,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from kubesched.testing import pki
+from kubesched import pki
 
 from .extender_harness import free_port
 

@@ -1,7 +1,7 @@
 """A Binding applied by kube-apiserver whose answer is lost (issue 9 item 9), end to end on the real server.
 
 The scheduler runs in this process, wired as `scheduler/run.py` wires it (one `KubeClient` for the
-reflectors and the `APIBackend`, reflectors from `run.reflectors`), with the client pointed at a
+reflectors and the `APIServerWriter`, reflectors from `run.reflectors`), with the client pointed at a
 `FaultProxy`. In-process rather than `kubesched scheduler run`, because the test must start the fault
 between two steps that a child process takes at once: the watch has shown both pods, and the first
 binding is sent. So the cache is filled first and `Scheduler.run` is started only after the proxy cuts
@@ -32,10 +32,10 @@ from kubesched.cluster.cache import ClusterCache
 from kubesched.cluster.kubeclient import KubeClient, from_kubeconfig
 from kubesched.cluster.workloads import Workloads
 from kubesched.plugins.pod_topology_spread import DEFAULT_SELECTOR_SERVICE
-from kubesched.scheduler.api import APIBackend
-from kubesched.scheduler.pluginmanager import build_from_file
+from kubesched.scheduler.engine.scheduler import Scheduler
+from kubesched.scheduler.profiles.manager import build_from_file
+from kubesched.scheduler.remote.apiserver import APIServerWriter
 from kubesched.scheduler.run import reflectors
-from kubesched.scheduler.scheduler import Scheduler
 from kubesched.testing.controlplane import ControlPlane
 from kubesched.testing.faultproxy import FaultProxy
 from tests.integration.test_apiserver_faults import proxied_kubeconfig, report
@@ -79,7 +79,7 @@ async def test_a_lost_binding_answer_keeps_the_node_counted_and_is_never_resent(
             return await request(method, path, *args, **kwargs)
 
         client.request = counted  # type: ignore[method-assign]
-        backend = APIBackend(client, qps=500, burst=500, identity="lostanswer-test")
+        backend = APIServerWriter(client, qps=500, burst=500, identity="lostanswer-test")
         workloads = Workloads()
         scheduler = Scheduler(
             ClusterCache(),

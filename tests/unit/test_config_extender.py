@@ -16,7 +16,7 @@ import yaml
 
 from kubesched.config.duration import Duration, format_nanoseconds, parse_nanoseconds
 from kubesched.config.errors import ConfigParseError, FieldError
-from kubesched.config.extender import (
+from kubesched.config.model import (
     Extender,
     LeaderElection,
     LegacyPolicy,

@@ -1,4 +1,4 @@
-"""kubesched.testing.pki: chains verify, SANs and EKUs are right, and a real mutual-TLS handshake works."""
+"""kubesched.pki: chains verify, SANs and EKUs are right, and a real mutual-TLS handshake works."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 from cryptography.x509.verification import PolicyBuilder, Store
 
-from kubesched.testing import pki
+from kubesched import pki
 
 
 @pytest.fixture(scope="module")

@@ -9,7 +9,7 @@ import msgspec
 from kubesched.api.core import Pod
 from kubesched.core.podinfo import PodCompiler, compile_pod
 from kubesched.framework.interfaces import Handle
-from kubesched.scheduler.pluginmanager import build_default
+from kubesched.scheduler.profiles.manager import build_default
 
 
 def pod(name: str, *, labels: dict[str, str] | None = None, namespace: str = "ns", cpu: str = "100m") -> Pod:

@@ -8,7 +8,7 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from kubesched.api import extender as wire
+from kubesched.api import extender_v1 as wire
 
 GOLDEN = Path(__file__).parent.parent / "golden" / "extender"
 

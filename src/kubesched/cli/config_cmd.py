@@ -12,7 +12,7 @@ from typing import Protocol
 from kubesched.cli.errors import CLIError
 from kubesched.config.duration import Duration
 from kubesched.config.errors import ConfigParseError, FieldError
-from kubesched.config.extender import (
+from kubesched.config.model import (
     DEFAULT_SCHEDULER_NAME,
     Extender,
     LeaderElection,

@@ -13,10 +13,11 @@ from pathlib import Path
 
 import yaml
 
+from kubesched import pki
 from kubesched.cli.certs_cmd import service_names
 from kubesched.cli.errors import CLIError
 from kubesched.cluster.cache import ClusterCache
-from kubesched.config.extender import ManagedResource
+from kubesched.config.model import ManagedResource
 from kubesched.deploy import extender, render, webhook
 from kubesched.deploy.plan import (
     DEFAULT_EXTENDER_SCHEDULER_NAME,
@@ -36,8 +37,7 @@ from kubesched.deploy.plan import (
 )
 from kubesched.policies import PolicyError
 from kubesched.policies import load as load_policy
-from kubesched.testing import pki
-from kubesched.webhook import config as webhook_config
+from kubesched.webhook import rules_file as webhook_config
 from kubesched.webhook.feasibility import Feasibility
 from kubesched.webhook.rules import PythonRule, RequireLabel
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 from kubesched.cli import tables
 from kubesched.cli.errors import CLIError
-from kubesched.scheduler.config import ConfigError, load_file
-from kubesched.scheduler.pluginmanager import describe, load_registry
+from kubesched.config.profiles import ConfigError, load_file
+from kubesched.scheduler.profiles.manager import describe, load_registry
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

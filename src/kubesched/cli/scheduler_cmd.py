@@ -17,20 +17,20 @@ from kubesched.cluster.files import ClusterFileError, read_cluster
 from kubesched.cluster.kubeclient import KubeConfigError, connect
 from kubesched.config.duration import Duration
 from kubesched.config.errors import ConfigParseError, FieldError
-from kubesched.framework.interfaces import Handle
-from kubesched.plugins.pod_topology_spread import DEFAULT_SELECTOR_SERVICE
-from kubesched.scheduler.config import (
+from kubesched.config.profiles import (
     LIVE_DEFAULT_PROFILE,
     ConfigError,
     LeaderElectionConfig,
     ProfileConfig,
     SchedulerConfiguration,
 )
+from kubesched.framework.interfaces import Handle
+from kubesched.plugins.pod_topology_spread import DEFAULT_SELECTOR_SERVICE
+from kubesched.scheduler.engine.queue import ManualClock
+from kubesched.scheduler.engine.scheduler import Placement, Scheduler
 from kubesched.scheduler.memory import MemoryCluster, run_until_settled
-from kubesched.scheduler.pluginmanager import Built, build_default, build_from_file
-from kubesched.scheduler.queue import ManualClock
+from kubesched.scheduler.profiles.manager import Built, build_default, build_from_file
 from kubesched.scheduler.run import LiveOptions, serve
-from kubesched.scheduler.scheduler import Placement, Scheduler
 
 log = logging.getLogger("kubesched.scheduler")
 

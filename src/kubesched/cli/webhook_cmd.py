@@ -16,7 +16,7 @@ from kubesched.cluster.files import ClusterFileError, read_objects
 from kubesched.cluster.kubeclient import KubeClient, KubeConfigError, connect
 from kubesched.cluster.source import KubeSource
 from kubesched.http.server import HTTPServer, server_ssl_context
-from kubesched.webhook import config as webhook_config
+from kubesched.webhook import rules_file as webhook_config
 from kubesched.webhook.app import DEFAULT_MAX_BODY, WebhookRoutes
 from kubesched.webhook.service import AdmissionService
 

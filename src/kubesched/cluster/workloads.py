@@ -19,7 +19,7 @@ from typing import Generic, TypeVar
 
 from kubesched.api.core import LabelSelector, LabelSelectorRequirement, ReplicationController, Service, Workload
 from kubesched.core.podinfo import PodInfo
-from kubesched.plugins.label_selector import SelectorError, compile_selector
+from kubesched.plugins.helpers.label_selector import SelectorError, compile_selector
 
 S = TypeVar("S")
 Item = TypeVar("Item", Service, ReplicationController, Workload)

@@ -17,7 +17,7 @@ import yaml
 
 from kubesched.config.duration import Duration
 from kubesched.config.errors import ConfigParseError, FieldError, child, index
-from kubesched.config.extender import (
+from kubesched.config.model import (
     API_VERSION,
     KIND,
     LEGACY_API_VERSIONS,

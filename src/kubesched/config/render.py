@@ -11,7 +11,7 @@ import json
 from collections.abc import Sequence
 from typing import Literal
 
-from kubesched.config.extender import (
+from kubesched.config.model import (
     API_VERSION,
     KIND,
     LEGACY_KIND,

@@ -7,7 +7,7 @@ with the cluster's default scheduler; its KubeSchedulerConfiguration is made by 
 from __future__ import annotations
 
 from kubesched.config.duration import Duration
-from kubesched.config.extender import Extender, LeaderElection, Profile, SchedulerConfig
+from kubesched.config.model import Extender, LeaderElection, Profile, SchedulerConfig
 from kubesched.config.render import dump, render_config, unreserved_note
 from kubesched.config.validation import validate
 from kubesched.deploy import k8s

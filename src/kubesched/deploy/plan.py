@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
-from kubesched.config.extender import ManagedResource
+from kubesched.config.model import ManagedResource
 
 DEFAULT_NAMESPACE = "kubesched"
 DEFAULT_IMAGE = "kubesched:0.1.0"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kubesched.config.extender import LeaderElection, Profile, SchedulerConfig
+from kubesched.config.model import LeaderElection, Profile, SchedulerConfig
 from kubesched.config.render import dump, render_config
 from kubesched.deploy import k8s
 from kubesched.deploy.k8s import Obj

@@ -11,7 +11,7 @@ import logging
 
 import msgspec
 
-from kubesched.api import extender as wire
+from kubesched.api import extender_v1 as wire
 from kubesched.api.core import Pod
 from kubesched.cluster.kubeclient import AnswerLost, APIError, KubeClient
 from kubesched.cluster.ledger import Ledger

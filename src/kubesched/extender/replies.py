@@ -3,7 +3,7 @@
 Node names go on the wire as JSON strings; each node's quoted form is encoded once (per node
 table generation) and a reply is a handful of ``bytes.join`` calls over those pieces: the node
 names sharing a failure message are joined with ``:"<message>",`` in one C call. The output is
-the same JSON as encoding the protocol structs (`kubesched.api.extender`), with the failed nodes
+the same JSON as encoding the protocol structs (`kubesched.api.extender_v1`), with the failed nodes
 grouped by message.
 """
 
@@ -15,7 +15,7 @@ import msgspec
 import numpy as np
 import numpy.typing as npt
 
-from kubesched.api.extender import MAX_EXTENDER_PRIORITY, MIN_EXTENDER_PRIORITY
+from kubesched.api.extender_v1 import MAX_EXTENDER_PRIORITY, MIN_EXTENDER_PRIORITY
 
 Quoted = list[bytes]
 _encode = msgspec.json.Encoder().encode

@@ -16,9 +16,9 @@ import msgspec
 import numpy as np
 import numpy.typing as npt
 
-from kubesched.api import extender as wire
+from kubesched.api import extender_v1 as wire
 from kubesched.api.nesting import too_deep
-from kubesched.api.slim import node_type
+from kubesched.api.node_fields import node_type
 from kubesched.cluster.cache import ClusterCache
 from kubesched.cluster.kubeclient import KubeClient
 from kubesched.cluster.ledger import Ledger

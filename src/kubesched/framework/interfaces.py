@@ -14,8 +14,8 @@ from typing import Any, ClassVar, Protocol
 import numpy as np
 
 from kubesched.api.core import Node
-from kubesched.api.policy import PodDisruptionBudget
-from kubesched.api.slim import NodeFields
+from kubesched.api.node_fields import NodeFields
+from kubesched.api.policy_v1 import PodDisruptionBudget
 from kubesched.core.nodetable import IntColumn, NodeTable, Rows
 from kubesched.core.podinfo import PodInfo
 from kubesched.framework.status import SUCCESS, Code, Status, Verdicts

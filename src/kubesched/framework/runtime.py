@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from kubesched.api.slim import NodeFields
+from kubesched.api.node_fields import NodeFields
 from kubesched.core.nodetable import IntColumn, NodeTable, Rows
 from kubesched.core.podinfo import PodInfo
 from kubesched.core.quantity import QuantityError

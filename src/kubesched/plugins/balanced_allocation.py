@@ -14,7 +14,7 @@ import msgspec
 import numpy as np
 import numpy.typing as npt
 
-from kubesched.api.slim import NodeFields
+from kubesched.api.node_fields import NodeFields
 from kubesched.core.nodetable import IntColumn
 from kubesched.core.podinfo import PodInfo
 from kubesched.framework.interfaces import (

@@ -37,8 +37,8 @@ from typing import Any, ClassVar, Protocol, runtime_checkable
 import msgspec
 import numpy as np
 
-from kubesched.api.policy import PodDisruptionBudget
-from kubesched.api.slim import NodeFields
+from kubesched.api.node_fields import NodeFields
+from kubesched.api.policy_v1 import PodDisruptionBudget
 from kubesched.core.nodetable import NodeTable
 from kubesched.core.podinfo import PodInfo
 from kubesched.framework.diagnosis import Diagnosis
@@ -53,7 +53,7 @@ from kubesched.framework.interfaces import (
 )
 from kubesched.framework.runtime import Framework, FrameworkError
 from kubesched.framework.status import SUCCESS, Code, Status
-from kubesched.plugins.default_preemption_candidates import (
+from kubesched.plugins.helpers.preemption_candidates import (
     Candidate,
     importance,
     pick_one,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import msgspec
 import numpy as np
 
-from kubesched.api.slim import NodeFields
+from kubesched.api.node_fields import NodeFields
 from kubesched.core.nodetable import IntColumn
 from kubesched.core.podinfo import PodInfo
 from kubesched.framework.interfaces import (

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import msgspec
 
-from kubesched.api.slim import NodeFields
+from kubesched.api.node_fields import NodeFields
 from kubesched.core.podinfo import PodInfo
 from kubesched.core.quantity import MAX_AMOUNT, QuantityError, resource_value
 from kubesched.framework.interfaces import CycleState, FilterPlugin, Handle, NodeBatch, SignFragments, SignPlugin

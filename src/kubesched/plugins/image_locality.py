@@ -12,7 +12,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from kubesched.api.slim import NodeFields
+from kubesched.api.node_fields import NodeFields
 from kubesched.core.nodetable import IntColumn
 from kubesched.core.podinfo import PodInfo
 from kubesched.framework.interfaces import MAX_NODE_SCORE, CycleState, NodeBatch, ScorePlugin, SignFragments, SignPlugin

@@ -19,7 +19,7 @@ from typing import ClassVar
 import msgspec
 import numpy as np
 
-from kubesched.api.slim import NodeFields
+from kubesched.api.node_fields import NodeFields
 from kubesched.core.nodetable import IntColumn, NodeTable
 from kubesched.core.podinfo import PodInfo
 from kubesched.framework.interfaces import (
@@ -36,7 +36,7 @@ from kubesched.framework.interfaces import (
     SignPlugin,
 )
 from kubesched.framework.status import SKIP, SUCCESS, Status, Verdicts
-from kubesched.plugins.inter_pod_affinity_terms import (
+from kubesched.plugins.helpers.affinity_terms import (
     Counts,
     PodTerms,
     bump,
@@ -46,7 +46,7 @@ from kubesched.plugins.inter_pod_affinity_terms import (
     pod_terms,
     pods_with_affinity,
 )
-from kubesched.plugins.topology_spread_constraints import lookup
+from kubesched.plugins.helpers.spread_constraints import lookup
 
 ERR_REASON_AFFINITY = "node(s) didn't match pod affinity rules"
 ERR_REASON_ANTI_AFFINITY = "node(s) didn't match pod anti-affinity rules"

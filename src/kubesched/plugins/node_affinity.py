@@ -11,7 +11,7 @@ import numpy as np
 
 from kubesched.api.core import NodeAffinity as NodeAffinitySpec
 from kubesched.api.core import NodeSelectorTerm
-from kubesched.api.slim import NodeFields
+from kubesched.api.node_fields import NodeFields
 from kubesched.core.nodeaffinity import (
     NODE_NAME_FIELD,
     Preferences,
@@ -36,7 +36,7 @@ from kubesched.framework.interfaces import (
     StaticFilterPlugin,
 )
 from kubesched.framework.status import SKIP, SUCCESS, Status, Verdicts
-from kubesched.plugins.helper import default_normalize_score
+from kubesched.plugins.helpers.normalize import default_normalize_score
 
 ERR_REASON_POD = "node(s) didn't match Pod's node affinity/selector"
 ERR_REASON_ENFORCED = "node(s) didn't match scheduler-enforced node affinity"

@@ -6,7 +6,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from kubesched.api.slim import NodeFields
+from kubesched.api.node_fields import NodeFields
 from kubesched.core.nodetable import NodeTable
 from kubesched.core.podinfo import HostPort, PodInfo
 from kubesched.framework.interfaces import (

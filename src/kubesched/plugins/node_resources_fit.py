@@ -15,7 +15,7 @@ from typing import ClassVar
 import msgspec
 import numpy as np
 
-from kubesched.api.slim import NodeFields
+from kubesched.api.node_fields import NodeFields
 from kubesched.core.nodeaffinity import is_qualified_name
 from kubesched.core.nodetable import BoolColumn, IntColumn
 from kubesched.core.podinfo import PodInfo

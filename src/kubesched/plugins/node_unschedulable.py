@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Hashable
 from typing import ClassVar
 
-from kubesched.api.slim import NodeFields
+from kubesched.api.node_fields import NodeFields
 from kubesched.core.podinfo import PodInfo
 from kubesched.core.tolerations import UNSCHEDULABLE_TAINT, tolerated
 from kubesched.framework.interfaces import CycleState, NodeBatch, SignFragments, SignPlugin, StaticFilterPlugin

@@ -25,7 +25,7 @@ import numpy as np
 import numpy.typing as npt
 
 from kubesched.api.core import LabelSelector
-from kubesched.api.slim import NodeFields
+from kubesched.api.node_fields import NodeFields
 from kubesched.core.nodetable import BoolColumn, IntColumn, NodeTable
 from kubesched.core.podinfo import PodInfo
 from kubesched.framework.interfaces import (
@@ -42,8 +42,8 @@ from kubesched.framework.interfaces import (
     SignPlugin,
 )
 from kubesched.framework.status import SKIP, SUCCESS, Status, Verdicts
-from kubesched.plugins.label_selector import SelectorError, compile_selector
-from kubesched.plugins.topology_spread_constraints import (
+from kubesched.plugins.helpers.label_selector import SelectorError, compile_selector
+from kubesched.plugins.helpers.spread_constraints import (
     DO_NOT_SCHEDULE_ACTION,
     MAX_INT32,
     SCHEDULE_ANYWAY,

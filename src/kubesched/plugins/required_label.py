@@ -6,7 +6,7 @@ from collections.abc import Hashable
 
 import msgspec
 
-from kubesched.api.slim import NodeFields
+from kubesched.api.node_fields import NodeFields
 from kubesched.core.podinfo import PodInfo
 from kubesched.framework.interfaces import CycleState, Handle, NodeBatch, SignFragments, SignPlugin, StaticFilterPlugin
 from kubesched.framework.status import Status, Verdicts

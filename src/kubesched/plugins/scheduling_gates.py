@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from kubesched.api.slim import NodeFields
+from kubesched.api.node_fields import NodeFields
 from kubesched.core.podinfo import PodInfo
 from kubesched.framework.interfaces import PreEnqueuePlugin
 from kubesched.framework.status import SUCCESS, Status

@@ -7,7 +7,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from kubesched.api.slim import NodeFields
+from kubesched.api.node_fields import NodeFields
 from kubesched.core.nodetable import IntColumn
 from kubesched.core.podinfo import PodInfo
 from kubesched.core.tolerations import DO_NOT_SCHEDULE, PREFER_NO_SCHEDULE, any_untolerated, count_untolerated
@@ -20,7 +20,7 @@ from kubesched.framework.interfaces import (
     StaticFilterPlugin,
 )
 from kubesched.framework.status import Status, Verdicts
-from kubesched.plugins.helper import default_normalize_score
+from kubesched.plugins.helpers.normalize import default_normalize_score
 
 ERR_REASON = "node(s) had untolerated taint(s)"
 _PREFER = frozenset({PREFER_NO_SCHEDULE})

@@ -15,12 +15,12 @@ from typing import ClassVar
 import msgspec
 
 from kubesched.api.core import Node, Pod
-from kubesched.api.policy import PodDisruptionBudget
-from kubesched.config.extender import DEFAULT_SCHEDULER_NAME
+from kubesched.api.policy_v1 import PodDisruptionBudget
+from kubesched.config.model import DEFAULT_SCHEDULER_NAME
 from kubesched.core.podinfo import PodInfo
 from kubesched.framework.interfaces import AlreadyAssignedError, ClusterAPIError
-from kubesched.scheduler.queue import ManualClock
-from kubesched.scheduler.scheduler import Placement, Scheduler
+from kubesched.scheduler.engine.queue import ManualClock
+from kubesched.scheduler.engine.scheduler import Placement, Scheduler
 
 
 class Event(msgspec.Struct, frozen=True):
@@ -54,7 +54,7 @@ def normalize(pods: Sequence[Pod]) -> list[Pod]:
 
 
 class MemoryCluster:
-    """Nodes and pods in dicts; implements the scheduler's Backend (and so the plugins' ClusterAPI)."""
+    """Nodes and pods in dicts; implements the scheduler's ClusterWriter (and so the plugins' ClusterAPI)."""
 
     # `bind` never awaits: the Binder may run its binding cycles without a task each.
     binds_inline: ClassVar[bool] = True
@@ -101,7 +101,7 @@ class MemoryCluster:
         self._sched().pod_upserted(bound)
 
     async def bound_node(self, pod: PodInfo) -> str | None:
-        """As `APIBackend.bound_node`: the pod's node, '' while pending, None when gone."""
+        """As `APIServerWriter.bound_node`: the pod's node, '' while pending, None when gone."""
         obj = self.pods.get(pod.uid)
         return None if obj is None else obj.spec.node_name or ""
 

@@ -21,20 +21,20 @@ from typing import Any
 import msgspec
 
 from kubesched.api.core import Node, ObjectMeta, Pod, ReplicationController, Service, Workload
-from kubesched.api.policy import PodDisruptionBudget
+from kubesched.api.policy_v1 import PodDisruptionBudget
 from kubesched.cluster.cache import ClusterCache
 from kubesched.cluster.kubeclient import Connection, CredentialError, KubeClient
 from kubesched.cluster.reflector import Handlers, Reflector
 from kubesched.cluster.source import ACTIVE_PODS
 from kubesched.cluster.workloads import Workloads
+from kubesched.config.profiles import ConfigError
 from kubesched.framework.interfaces import Handle
 from kubesched.http.server import HTTPServer
 from kubesched.plugins.pod_topology_spread import DEFAULT_SELECTOR_SERVICE
-from kubesched.scheduler.api import APIBackend
-from kubesched.scheduler.config import ConfigError
-from kubesched.scheduler.leader import LeaderElector, LeadershipLost, default_identity
-from kubesched.scheduler.pluginmanager import Built, Reloader, module_files
-from kubesched.scheduler.scheduler import Scheduler
+from kubesched.scheduler.engine.scheduler import Scheduler
+from kubesched.scheduler.profiles.manager import Built, Reloader, module_files
+from kubesched.scheduler.remote.apiserver import APIServerWriter
+from kubesched.scheduler.remote.leader import LeaderElector, LeadershipLost, default_identity
 from kubesched.scheduler.server import SchedulerRoutes
 
 log = logging.getLogger("kubesched.scheduler")
@@ -63,7 +63,7 @@ class LiveOptions:
 
 
 def reflectors(
-    client: KubeClient, scheduler: Scheduler, backend: APIBackend, workloads: Workloads
+    client: KubeClient, scheduler: Scheduler, backend: APIServerWriter, workloads: Workloads
 ) -> list[Reflector[Any]]:
     """List+watch of what the scheduler reads; the cache counts as synced once nodes and pods are listed."""
     done: set[str] = set()
@@ -170,7 +170,7 @@ async def serve(options: LiveOptions) -> int:
             options.connection, election.renew_deadline, connections=2, user_agent="kubesched-scheduler/leader-election"
         )
         elector = LeaderElector(lease_client, election, identity)
-    backend = APIBackend(
+    backend = APIServerWriter(
         client,
         qps=first.config.qps,
         burst=first.config.burst,

@@ -25,8 +25,9 @@ from typing import Any
 
 import httpx
 
+from kubesched import pki
 from kubesched.config.yamlout import dump_yaml
-from kubesched.testing import build, pki
+from kubesched.testing import build
 from kubesched.testing.kubeconfig import ssl_context, write_kubeconfig
 from kubesched.testing.nodes import node_manifest, node_status
 from kubesched.testing.process import ManagedProcess, ProcessError, free_port, start_ready, wait_until

@@ -12,7 +12,7 @@ from typing import Any
 import httpx
 import yaml
 
-from kubesched.testing.pki import CertKey, write_private
+from kubesched.pki import CertKey, write_private
 
 CONTEXT = "kubesched"
 

@@ -6,11 +6,11 @@ import copy
 import inspect
 import logging
 
-from kubesched.webhook.config import WebhookConfig
 from kubesched.webhook.jsonpatch import diff
 from kubesched.webhook.metrics import WebhookMetrics
 from kubesched.webhook.review import AdmissionRequest, decode, is_pod, pod_object, reply
 from kubesched.webhook.rules import Phase, PodJSON, PythonRule, Rule, Verdict
+from kubesched.webhook.rules_file import WebhookConfig
 
 log = logging.getLogger("kubesched.webhook")
 

@@ -14,8 +14,8 @@ import pytest
 from kubesched.cli import scheduler_cmd
 from kubesched.cli.errors import CLIError
 from kubesched.cli.main import build_parser, main
+from kubesched.config.profiles import ConfigError, LeaderElectionConfig
 from kubesched.framework.interfaces import Handle
-from kubesched.scheduler.config import ConfigError, LeaderElectionConfig
 
 ROOT = Path(__file__).resolve().parents[3]
 CLUSTER = ROOT / "examples" / "cluster.yaml"

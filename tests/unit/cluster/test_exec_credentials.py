@@ -16,10 +16,10 @@ from typing import Any
 import pytest
 import yaml
 
+from kubesched import pki
 from kubesched.cluster.credentials import CredentialError, Credentials, ExecConfig
 from kubesched.cluster.http1 import Pool
 from kubesched.cluster.kubeconfig import from_kubeconfig
-from kubesched.testing import pki
 
 PLUGIN = """
 import json, os, sys

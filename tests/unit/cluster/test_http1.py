@@ -9,7 +9,7 @@ from collections.abc import AsyncIterator
 import pytest
 
 from kubesched.cluster.http1 import AnswerLost, Fenced, Pool, TransportError
-from kubesched.scheduler.api import truncate_note
+from kubesched.scheduler.remote.apiserver import truncate_note
 
 
 @pytest.fixture

@@ -123,7 +123,7 @@ def test_errors_name_the_file_and_field(tmp_path: Path, monkeypatch: pytest.Monk
 
 
 def test_in_cluster_token_is_reread_when_it_rotates(tmp_path: Path) -> None:
-    from kubesched.testing import pki
+    from kubesched import pki
 
     ca = pki.new_ca("test-ca")
     (tmp_path / "ca.crt").write_bytes(ca.cert_pem)

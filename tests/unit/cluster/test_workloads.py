@@ -11,7 +11,7 @@ from kubesched.cluster.workloads import Workloads
 from kubesched.core.podinfo import PodCompiler, PodInfo, compile_pod
 from kubesched.framework.interfaces import Handle
 from kubesched.plugins.pod_topology_spread import DEFAULT_SELECTOR_SERVICE
-from kubesched.scheduler.pluginmanager import build_default
+from kubesched.scheduler.profiles.manager import build_default
 
 
 def pod(labels: dict[str, str], owner: tuple[str, str, str] | None = None, controller: bool = True) -> PodInfo:

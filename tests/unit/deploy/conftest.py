@@ -7,10 +7,10 @@ from typing import Any
 
 import pytest
 
-from kubesched.config.extender import ManagedResource
+from kubesched import pki
+from kubesched.config.model import ManagedResource
 from kubesched.deploy import webhook
 from kubesched.deploy.plan import ExtenderPlan, Plan, SchedulerPlan, WebhookPlan, WebhookRules, WebhookTLS
-from kubesched.testing import pki
 
 Obj = dict[str, Any]
 NS = "kubesched"

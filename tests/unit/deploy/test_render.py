@@ -5,12 +5,12 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from kubesched.config.extender import ManagedResource
+from kubesched.config.model import ManagedResource
 from kubesched.config.parse import parse_document
+from kubesched.config.profiles import parse as parse_scheduler_config
 from kubesched.config.validation import validate
 from kubesched.deploy import extender, render, scheduler
 from kubesched.deploy.plan import DeployError, ExtenderPlan, Plan, SchedulerPlan, WebhookTLS
-from kubesched.scheduler.config import parse as parse_scheduler_config
 
 from .conftest import NS, all_of, find, plan
 

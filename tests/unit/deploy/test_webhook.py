@@ -9,9 +9,9 @@ import pytest
 import yaml
 from cryptography import x509
 
+from kubesched import pki
 from kubesched.deploy import render, tls, webhook
 from kubesched.deploy.plan import DeployError, WebhookRules, WebhookTLS
-from kubesched.testing import pki
 
 from .conftest import NS, Obj, all_of, find, make_tls, plan
 

@@ -6,7 +6,7 @@ import msgspec
 import numpy as np
 import pytest
 
-from kubesched.api import extender as wire
+from kubesched.api import extender_v1 as wire
 from kubesched.extender.replies import filter_reply, priorities_reply, quote_all
 
 ODD_NAMES = ["plain", 'with"quote', "back\\slash", "comma,inside", "ünïcode", "tab\there", ""]

@@ -4,7 +4,7 @@ from collections.abc import Mapping, Sequence
 
 import pytest
 
-from kubesched.api.policy import PodDisruptionBudget
+from kubesched.api.policy_v1 import PodDisruptionBudget
 from kubesched.core.podinfo import PodInfo
 from kubesched.framework.interfaces import ClusterAPIError, CycleState, Handle
 from kubesched.framework.status import SUCCESS, Code, Status

@@ -9,7 +9,7 @@ import msgspec
 import pytest
 
 from kubesched.api.core import Node, Pod
-from kubesched.api.policy import PodDisruptionBudget
+from kubesched.api.policy_v1 import PodDisruptionBudget
 from kubesched.core.nodetable import NodeTable
 from kubesched.core.podinfo import PodInfo, compile_pod
 from kubesched.framework.interfaces import ClusterAPIError, CycleState, Handle
@@ -18,8 +18,8 @@ from kubesched.framework.runtime import Framework
 from kubesched.framework.status import SUCCESS, Code, Status
 from kubesched.plugins import default_profile_plugins, in_tree
 from kubesched.plugins.default_preemption import DefaultPreemption, Preemption, VictimsMap
-from kubesched.plugins.default_preemption_candidates import Candidate, pick_one, split_by_pdb
-from kubesched.scheduler.nominator import Nominator
+from kubesched.plugins.helpers.preemption_candidates import Candidate, pick_one, split_by_pdb
+from kubesched.scheduler.engine.nominator import Nominator
 from tests.helpers import batch, make_node, make_table
 
 HOST = "kubernetes.io/hostname"

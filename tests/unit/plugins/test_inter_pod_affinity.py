@@ -7,7 +7,7 @@ import msgspec
 import pytest
 
 from kubesched.api.core import Pod
-from kubesched.api.policy import PodDisruptionBudget
+from kubesched.api.policy_v1 import PodDisruptionBudget
 from kubesched.core.podinfo import PodInfo, compile_pod
 from kubesched.framework.interfaces import CycleState, Handle
 from kubesched.framework.profile import PluginRef, ProfileError, ProfileSpec

@@ -6,7 +6,7 @@ import msgspec
 import pytest
 
 from kubesched.api.core import LabelSelector
-from kubesched.plugins.label_selector import SelectorError, compile_selector
+from kubesched.plugins.helpers.label_selector import SelectorError, compile_selector
 
 LABELS = {"app": "web", "tier": "front"}
 

@@ -13,8 +13,8 @@ from kubesched.framework.profile import PluginRef, ProfileError, ProfileSpec
 from kubesched.framework.runtime import Framework
 from kubesched.framework.status import SKIP, Code, Status
 from kubesched.plugins import in_tree
+from kubesched.plugins.helpers.spread_constraints import PodTopologySpreadArgs, round_half_away
 from kubesched.plugins.pod_topology_spread import PodTopologySpread
-from kubesched.plugins.topology_spread_constraints import PodTopologySpreadArgs, round_half_away
 from tests.helpers import batch, make_node, make_table, results
 
 ZONE, HOST = "topology.kubernetes.io/zone", "kubernetes.io/hostname"

@@ -1,4 +1,4 @@
-"""APIBackend over a KubeClient whose transport fails: what `bind` raises, and the write fence."""
+"""APIServerWriter over a KubeClient whose transport fails: what `bind` raises, and the write fence."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from kubesched.api.core import Pod
 from kubesched.cluster.kubeclient import AnswerLost, APIError, Connection, Fenced, KubeClient, TransportError
 from kubesched.core.podinfo import PodInfo
 from kubesched.framework.interfaces import BindingUnknownError, ClusterAPIError
-from kubesched.scheduler.api import APIBackend
+from kubesched.scheduler.remote.apiserver import APIServerWriter
 
 
 def pod_info() -> PodInfo:
@@ -38,14 +38,14 @@ class Client(KubeClient):
 
 
 async def test_a_binding_whose_answer_was_lost_raises_binding_unknown() -> None:
-    backend = APIBackend(Client(AnswerLost("POST .../binding: no answer within 15s")), hostname="h")
+    backend = APIServerWriter(Client(AnswerLost("POST .../binding: no answer within 15s")), hostname="h")
     with pytest.raises(BindingUnknownError, match="answer was lost"):
         await backend.bind(pod_info(), "node-a")
 
 
 @pytest.mark.parametrize("error", [TransportError("connection refused"), APIError(409, "conflict", "Conflict")])
 async def test_other_failures_stay_plain_cluster_api_errors(error: Exception) -> None:
-    backend = APIBackend(Client(error), hostname="h")
+    backend = APIServerWriter(Client(error), hostname="h")
     with pytest.raises(ClusterAPIError) as info:
         await backend.bind(pod_info(), "node-a")
     assert not isinstance(info.value, BindingUnknownError)
@@ -54,7 +54,7 @@ async def test_other_failures_stay_plain_cluster_api_errors(error: Exception) ->
 async def test_no_binding_is_sent_once_the_gate_closes() -> None:
     client = Client(None)
     allowed = [True]
-    backend = APIBackend(client, hostname="h", gate=lambda: allowed[0])
+    backend = APIServerWriter(client, hostname="h", gate=lambda: allowed[0])
     await backend.bind(pod_info(), "node-a")
     allowed[0] = False
     with pytest.raises(ClusterAPIError):

@@ -9,12 +9,13 @@ import numpy as np
 
 from kubesched.api.core import Node
 from kubesched.cluster.cache import ClusterCache
-from kubesched.config.extender import Extender
+from kubesched.config.model import Extender
+from kubesched.config.profiles import parse
 from kubesched.core.podinfo import PodInfo
 from kubesched.framework.diagnosis import Diagnosis
 from kubesched.framework.interfaces import CycleState, FilterPlugin, Handle, NodeBatch
 from kubesched.framework.status import Verdicts
-from kubesched.scheduler.batch import (
+from kubesched.scheduler.engine.batch import (
     FLUSH_EXPIRED,
     FLUSH_INCOMPATIBLE,
     FLUSH_NODE_MISSING,
@@ -24,12 +25,11 @@ from kubesched.scheduler.batch import (
     HINT_USED,
     MAX_BATCH_AGE,
 )
-from kubesched.scheduler.config import parse
-from kubesched.scheduler.cycle import Cycle
-from kubesched.scheduler.extenders import ExtenderSet
+from kubesched.scheduler.engine.cycle import Cycle
+from kubesched.scheduler.engine.scheduler import Scheduler
 from kubesched.scheduler.memory import MemoryCluster
-from kubesched.scheduler.pluginmanager import Profile, build, build_default, load_registry
-from kubesched.scheduler.scheduler import Scheduler
+from kubesched.scheduler.profiles.manager import Profile, build, build_default, load_registry
+from kubesched.scheduler.remote.extenders import ExtenderSet
 from tests.helpers import make_node, make_pod
 
 HEAD = {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration"}

@@ -12,11 +12,11 @@ import pytest
 from kubesched.api.core import Node, Pod
 from kubesched.cluster.cache import ClusterCache
 from kubesched.core.podinfo import PodInfo
-from kubesched.scheduler.binding import _resume
+from kubesched.scheduler.engine.binding import _resume
+from kubesched.scheduler.engine.queue import ManualClock
+from kubesched.scheduler.engine.scheduler import Scheduler
 from kubesched.scheduler.memory import MemoryCluster, run_until_settled
-from kubesched.scheduler.pluginmanager import build_default
-from kubesched.scheduler.queue import ManualClock
-from kubesched.scheduler.scheduler import Scheduler
+from kubesched.scheduler.profiles.manager import build_default
 
 
 def node(name: str, cpu: str = "2") -> Node:

@@ -13,18 +13,18 @@ import pytest
 
 from kubesched.api.core import Node
 from kubesched.cluster.cache import ClusterCache
-from kubesched.config.extender import Extender, ManagedResource
+from kubesched.config.model import Extender, ManagedResource
+from kubesched.config.profiles import SchedulerConfiguration, parse
 from kubesched.core.podinfo import PodInfo
 from kubesched.framework.interfaces import CycleState, Handle, PermitPlugin
 from kubesched.framework.status import Code, Status
-from kubesched.scheduler.config import SchedulerConfiguration, parse
-from kubesched.scheduler.cycle import Cycle, num_feasible_nodes_to_find
-from kubesched.scheduler.extenders import ExtenderSet
+from kubesched.scheduler.engine.cycle import Cycle, num_feasible_nodes_to_find
+from kubesched.scheduler.engine.nominator import Nominator
+from kubesched.scheduler.engine.queue import ManualClock
+from kubesched.scheduler.engine.scheduler import Scheduler
 from kubesched.scheduler.memory import MemoryCluster, run_until_settled
-from kubesched.scheduler.nominator import Nominator
-from kubesched.scheduler.pluginmanager import Built, Profile, build, build_default, load_registry
-from kubesched.scheduler.queue import ManualClock
-from kubesched.scheduler.scheduler import Scheduler
+from kubesched.scheduler.profiles.manager import Built, Profile, build, build_default, load_registry
+from kubesched.scheduler.remote.extenders import ExtenderSet
 from tests.helpers import make_node, make_pod
 
 HEAD = {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration"}

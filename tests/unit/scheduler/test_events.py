@@ -6,7 +6,7 @@ import asyncio
 from typing import Any
 
 from kubesched.cluster.kubeclient import AnswerLost, APIError, Fenced, TransportError
-from kubesched.scheduler.events import FINISH_TIME, EventRecorder
+from kubesched.scheduler.remote.events import FINISH_TIME, EventRecorder
 
 
 class FakeServer:

@@ -8,11 +8,11 @@ import msgspec
 
 from kubesched.api.core import Node, Pod
 from kubesched.cluster.cache import ClusterCache
-from kubesched.scheduler import queue as q
+from kubesched.scheduler.engine import queue as q
+from kubesched.scheduler.engine.queue import ManualClock
+from kubesched.scheduler.engine.scheduler import Scheduler
 from kubesched.scheduler.memory import MemoryCluster, run_until_settled
-from kubesched.scheduler.pluginmanager import build_default
-from kubesched.scheduler.queue import ManualClock
-from kubesched.scheduler.scheduler import Scheduler
+from kubesched.scheduler.profiles.manager import build_default
 
 
 def node(name: str, cpu: str, taints: list[dict[str, str]] | None = None) -> Node:

@@ -10,8 +10,8 @@ import msgspec
 import pytest
 
 from kubesched.cluster.kubeclient import APIError
-from kubesched.scheduler.config import LeaderElectionConfig
-from kubesched.scheduler.leader import LeaderElector, LeadershipLost
+from kubesched.config.profiles import LeaderElectionConfig
+from kubesched.scheduler.remote.leader import LeaderElector, LeadershipLost
 
 CONFIG = LeaderElectionConfig(lease_duration=1.0, renew_deadline=0.6, retry_period=0.1, resource_name="l")
 

@@ -13,10 +13,10 @@ from kubesched.api.core import Node, Pod
 from kubesched.cluster.cache import ClusterCache
 from kubesched.core.podinfo import PodInfo
 from kubesched.framework.interfaces import BindingUnknownError, ClusterAPIError
+from kubesched.scheduler.engine.queue import ACTIVE, BACKOFF, UNSCHEDULABLE, ManualClock
+from kubesched.scheduler.engine.scheduler import Scheduler
 from kubesched.scheduler.memory import MemoryCluster
-from kubesched.scheduler.pluginmanager import build_default
-from kubesched.scheduler.queue import ACTIVE, BACKOFF, UNSCHEDULABLE, ManualClock
-from kubesched.scheduler.scheduler import Scheduler
+from kubesched.scheduler.profiles.manager import build_default
 
 
 def node(name: str, cpu: str = "1") -> Node:

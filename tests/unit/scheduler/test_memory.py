@@ -6,12 +6,12 @@ import msgspec
 import pytest
 
 from kubesched.api.core import Node, Pod
-from kubesched.api.policy import PodDisruptionBudget
+from kubesched.api.policy_v1 import PodDisruptionBudget
 from kubesched.cluster.cache import ClusterCache
+from kubesched.scheduler.engine.queue import ManualClock
+from kubesched.scheduler.engine.scheduler import Scheduler
 from kubesched.scheduler.memory import MemoryCluster, run_until_settled
-from kubesched.scheduler.pluginmanager import build_default
-from kubesched.scheduler.queue import ManualClock
-from kubesched.scheduler.scheduler import Scheduler
+from kubesched.scheduler.profiles.manager import build_default
 
 
 def pod(name: str, priority: int, node: str = "", labels: dict[str, str] | None = None) -> Pod:

@@ -8,12 +8,12 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from kubesched.api.core import Node, Pod
 from kubesched.cluster.cache import ClusterCache
-from kubesched.scheduler import cycle
+from kubesched.scheduler.engine import cycle
+from kubesched.scheduler.engine.queue import ManualClock
+from kubesched.scheduler.engine.scheduler import Scheduler
 from kubesched.scheduler.memory import MemoryCluster, run_until_settled
 from kubesched.scheduler.metrics import SchedulerMetrics
-from kubesched.scheduler.pluginmanager import build_default
-from kubesched.scheduler.queue import ManualClock
-from kubesched.scheduler.scheduler import Scheduler
+from kubesched.scheduler.profiles.manager import build_default
 
 
 def _exp(start: float, factor: float, count: int) -> list[float]:

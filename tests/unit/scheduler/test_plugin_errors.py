@@ -12,6 +12,7 @@ import pytest
 
 from kubesched.api.core import Node, Pod
 from kubesched.cluster.cache import ClusterCache
+from kubesched.config.profiles import parse
 from kubesched.core.nodetable import IntColumn, NodeTable
 from kubesched.core.podinfo import PodInfo
 from kubesched.framework.interfaces import (
@@ -34,11 +35,10 @@ from kubesched.framework.interfaces import (
 )
 from kubesched.framework.status import SUCCESS, Code, Status, Verdicts
 from kubesched.plugins import in_tree
-from kubesched.scheduler.config import parse
+from kubesched.scheduler.engine.queue import BACKOFF, ManualClock
+from kubesched.scheduler.engine.scheduler import Scheduler
 from kubesched.scheduler.memory import MemoryCluster
-from kubesched.scheduler.pluginmanager import Built, build
-from kubesched.scheduler.queue import BACKOFF, ManualClock
-from kubesched.scheduler.scheduler import Scheduler
+from kubesched.scheduler.profiles.manager import Built, build
 
 HEAD = {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration"}
 

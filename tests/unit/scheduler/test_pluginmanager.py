@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 import yaml
 
+from kubesched.config.profiles import ConfigError, parse
 from kubesched.framework.interfaces import Handle
-from kubesched.scheduler.config import ConfigError, parse
-from kubesched.scheduler.pluginmanager import (
+from kubesched.scheduler.profiles.manager import (
     Built,
     Reloader,
     build,

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from kubesched.framework.status import SUCCESS, Status
-from kubesched.scheduler import queue as q
-from kubesched.scheduler.queue import ManualClock, QueuedPod, SchedulingQueue
+from kubesched.scheduler.engine import queue as q
+from kubesched.scheduler.engine.queue import ManualClock, QueuedPod, SchedulingQueue
 from tests.helpers import make_pod
 
 

@@ -16,7 +16,7 @@ import yaml
 
 from kubesched.api.core import Node
 from kubesched.cluster.cache import ClusterCache
-from kubesched.webhook import config
+from kubesched.webhook import rules_file as config
 from kubesched.webhook.app import WebhookApp
 from kubesched.webhook.service import AdmissionService
 

@@ -8,7 +8,7 @@ import pytest
 import yaml
 
 from kubesched.cluster.cache import ClusterCache
-from kubesched.webhook import config
+from kubesched.webhook import rules_file as config
 from kubesched.webhook.feasibility import Feasibility
 from kubesched.webhook.rules import PythonRule, RequireLabel, SetScheduler
 

@@ -27,8 +27,8 @@ from typing import Any
 import msgspec
 
 from kubesched.cluster.kubeclient import APIError, KubeClient
-from kubesched.scheduler.config import LeaderElectionConfig
-from kubesched.scheduler.events import micro_time
+from kubesched.config.profiles import LeaderElectionConfig
+from kubesched.scheduler.remote.events import micro_time
 
 log = logging.getLogger("kubesched.leader")
 

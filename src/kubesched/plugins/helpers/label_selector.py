@@ -9,7 +9,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from kubesched.api import core, policy
+from kubesched.api import core
+from kubesched.api import policy_v1 as policy
 from kubesched.core.nodeaffinity import is_label_value, is_qualified_name
 
 EQUALS, IN, NOT_IN, EXISTS, DOES_NOT_EXIST = "Equals", "In", "NotIn", "Exists", "DoesNotExist"

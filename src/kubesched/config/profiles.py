@@ -17,7 +17,7 @@ from typing import Any
 
 from kubesched.config.duration import Duration
 from kubesched.config.errors import ConfigParseError, FieldError, child, index
-from kubesched.config.extender import DEFAULT_SCHEDULER_NAME, Extender, LegacyPolicy, SchedulerConfig
+from kubesched.config.model import DEFAULT_SCHEDULER_NAME, Extender, LegacyPolicy, SchedulerConfig
 from kubesched.config.parse import DOCUMENT, load_text, read_document
 from kubesched.config.validation import validate
 from kubesched.framework.profile import PluginRef

@@ -26,9 +26,9 @@ from typing import TypeVar
 import httpx
 import msgspec
 
-from kubesched.api import extender as wire
+from kubesched.api import extender_v1 as wire
 from kubesched.api.core import NodeList
-from kubesched.config.extender import Extender
+from kubesched.config.model import Extender
 from kubesched.core.nodetable import NodeTable, Rows
 from kubesched.core.podinfo import PodInfo
 from kubesched.framework.status import Status

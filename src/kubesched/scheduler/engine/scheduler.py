@@ -26,7 +26,7 @@ import numpy as np
 
 from kubesched.api.core import Node, Pod
 from kubesched.cluster.cache import ClusterCache
-from kubesched.config.extender import DEFAULT_SCHEDULER_NAME
+from kubesched.config.model import DEFAULT_SCHEDULER_NAME
 from kubesched.core.podinfo import PodInfo
 from kubesched.framework.interfaces import (
     AlreadyAssignedError,
@@ -38,16 +38,16 @@ from kubesched.framework.interfaces import (
 )
 from kubesched.framework.runtime import FrameworkError, plugin_error
 from kubesched.framework.status import SUCCESS, Status
-from kubesched.scheduler import queue as q
-from kubesched.scheduler.backend import SCHEDULER_ERROR, UNSCHEDULABLE, Backend
-from kubesched.scheduler.binding import Binder, WaitingPods
-from kubesched.scheduler.cycle import EXTENDER, Cycle, Outcome, unreserve
-from kubesched.scheduler.extenders import ExtenderSet, preempt_hook
+from kubesched.scheduler.engine import queue as q
+from kubesched.scheduler.engine.binding import Binder, WaitingPods
+from kubesched.scheduler.engine.cycle import EXTENDER, Cycle, Outcome, unreserve
+from kubesched.scheduler.engine.nominator import Nominator
+from kubesched.scheduler.engine.unknown import DEFAULT_TTL as DEFAULT_UNKNOWN_TTL
+from kubesched.scheduler.engine.unknown import Unknown, UnknownBindings
+from kubesched.scheduler.engine.writer import SCHEDULER_ERROR, UNSCHEDULABLE, ClusterWriter
 from kubesched.scheduler.metrics import SchedulerMetrics
-from kubesched.scheduler.nominator import Nominator
-from kubesched.scheduler.pluginmanager import Built, Profile
-from kubesched.scheduler.unknown import DEFAULT_TTL as DEFAULT_UNKNOWN_TTL
-from kubesched.scheduler.unknown import Unknown, UnknownBindings
+from kubesched.scheduler.profiles.manager import Built, Profile
+from kubesched.scheduler.remote.extenders import ExtenderSet, preempt_hook
 
 log = logging.getLogger("kubesched.scheduler")
 V2 = 15  # kube-scheduler's V(2): details an operator turns on with -v 2
@@ -91,7 +91,7 @@ class Scheduler:
     def __init__(
         self,
         cache: ClusterCache,
-        backend: Backend,
+        backend: ClusterWriter,
         build: Callable[[Callable[[str], Handle]], Built],
         *,
         clock: q.Clock | None = None,

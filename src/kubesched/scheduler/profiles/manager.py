@@ -23,14 +23,7 @@ from pathlib import Path
 from typing import Any, Generic, TypeVar
 
 from kubesched.config.errors import FieldError, child, index
-from kubesched.framework import interfaces as fw
-from kubesched.framework.interfaces import Handle, Plugin
-from kubesched.framework.loader import load_object
-from kubesched.framework.profile import PluginRef, ProfileError, ProfileSpec
-from kubesched.framework.registry import Registry, RegistryError
-from kubesched.framework.runtime import Framework
-from kubesched.plugins import UPSTREAM_DEFAULT_PLUGINS, in_tree
-from kubesched.scheduler.config import (
+from kubesched.config.profiles import (
     ALL,
     EXTENSION_POINTS,
     MULTI_POINT,
@@ -40,6 +33,13 @@ from kubesched.scheduler.config import (
     SchedulerConfiguration,
     read_file,
 )
+from kubesched.framework import interfaces as fw
+from kubesched.framework.interfaces import Handle, Plugin
+from kubesched.framework.loader import load_object
+from kubesched.framework.profile import PluginRef, ProfileError, ProfileSpec
+from kubesched.framework.registry import Registry, RegistryError
+from kubesched.framework.runtime import Framework
+from kubesched.plugins import UPSTREAM_DEFAULT_PLUGINS, in_tree
 
 ENTRY_POINT_GROUP = "kubesched.plugins"
 log = logging.getLogger("kubesched.scheduler")

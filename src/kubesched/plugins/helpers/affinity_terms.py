@@ -17,7 +17,7 @@ import numpy as np
 from kubesched.api.core import PodAffinityTerm, WeightedPodAffinityTerm
 from kubesched.core.nodetable import IntColumn, NodeTable
 from kubesched.core.podinfo import PodInfo
-from kubesched.plugins.label_selector import Selector, SelectorError, compile_selector
+from kubesched.plugins.helpers.label_selector import Selector, SelectorError, compile_selector
 
 # A namespace's labels, None when the namespace is unknown.
 NamespaceLabels = Callable[[str], Mapping[str, str] | None]

@@ -6,9 +6,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from kubesched.api.policy import PodDisruptionBudget
+from kubesched.api.policy_v1 import PodDisruptionBudget
 from kubesched.core.podinfo import PodInfo
-from kubesched.plugins.label_selector import Selector, SelectorError, compile_selector
+from kubesched.plugins.helpers.label_selector import Selector, SelectorError, compile_selector
 
 DISRUPTION_TARGET = "DisruptionTarget"
 PREEMPTION_BY_SCHEDULER = "PreemptionByScheduler"

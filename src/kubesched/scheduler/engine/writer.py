@@ -1,6 +1,6 @@
 """What the scheduler needs of a cluster beyond the plugins' ClusterAPI: reporting, as kube-scheduler does it.
 
-Two implementations: `api.APIBackend` (the API server) and `memory.MemoryCluster` (`--cluster FILE`).
+Two implementations: `api.APIServerWriter` (the API server) and `memory.MemoryCluster` (`--cluster FILE`).
 Reports are fire-and-forget: the scheduling cycle never waits for them.
 """
 
@@ -15,7 +15,7 @@ UNSCHEDULABLE = "Unschedulable"
 SCHEDULER_ERROR = "SchedulerError"
 
 
-class Backend(ClusterAPI, Protocol):
+class ClusterWriter(ClusterAPI, Protocol):
     def scheduled(self, pod: PodInfo, node: str, scheduler_name: str) -> None:
         """A `Scheduled` event: `Successfully assigned <ns>/<name> to <node>`."""
 

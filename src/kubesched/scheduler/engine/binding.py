@@ -24,10 +24,10 @@ from kubesched.framework.interfaces import AlreadyAssignedError, BindingUnknownE
 from kubesched.framework.runtime import plugin_error
 from kubesched.framework.status import SUCCESS, Code, Status
 from kubesched.plugins.default_binder import DefaultBinder
-from kubesched.scheduler.backend import Backend
-from kubesched.scheduler.cycle import Outcome
-from kubesched.scheduler.extenders import ExtenderError, ExtenderSet
-from kubesched.scheduler.pluginmanager import Profile
+from kubesched.scheduler.engine.cycle import Outcome
+from kubesched.scheduler.engine.writer import ClusterWriter
+from kubesched.scheduler.profiles.manager import Profile
+from kubesched.scheduler.remote.extenders import ExtenderError, ExtenderSet
 
 
 @dataclass(eq=False)
@@ -90,7 +90,7 @@ class Binder:
 
     def __init__(
         self,
-        backend: Backend,
+        backend: ClusterWriter,
         extenders: Callable[[], ExtenderSet],
         waiting: WaitingPods,
         on_done: OnDone,

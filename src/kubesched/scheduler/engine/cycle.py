@@ -29,10 +29,10 @@ from kubesched.framework.diagnosis import Diagnosis
 from kubesched.framework.interfaces import CycleState, NodeBatch, PostFilterPlugin
 from kubesched.framework.runtime import Framework, FrameworkError, plugin_error, select_host
 from kubesched.framework.status import SUCCESS, Code, Status
-from kubesched.scheduler.batch import OpportunisticBatch
-from kubesched.scheduler.extenders import ExtenderError, ExtenderSet
-from kubesched.scheduler.nominator import Nominator
-from kubesched.scheduler.pluginmanager import Profile
+from kubesched.scheduler.engine.batch import OpportunisticBatch
+from kubesched.scheduler.engine.nominator import Nominator
+from kubesched.scheduler.profiles.manager import Profile
+from kubesched.scheduler.remote.extenders import ExtenderError, ExtenderSet
 
 log = logging.getLogger("kubesched.scheduler")
 NO_NODES = "no nodes available to schedule pods"

@@ -17,7 +17,7 @@ from kubesched.core.nodeaffinity import RequiredAffinity, is_qualified_name, req
 from kubesched.core.nodetable import BoolColumn, IntColumn, NodeTable, Rows
 from kubesched.core.podinfo import PodInfo
 from kubesched.core.tolerations import DO_NOT_SCHEDULE, any_untolerated
-from kubesched.plugins.label_selector import Selector, compile_selector
+from kubesched.plugins.helpers.label_selector import Selector, compile_selector
 
 HOSTNAME = "kubernetes.io/hostname"
 ZONE = "topology.kubernetes.io/zone"

@@ -1,4 +1,4 @@
-"""The scheduler's side of the API server: binding, evicting, reporting (the Backend over a KubeClient).
+"""The scheduler's side of the API server: binding, evicting, reporting (the ClusterWriter over a KubeClient).
 
 * bind: POST pods/<name>/binding with the pod's UID as a precondition (DefaultBinder's Binding);
 * failures: a strategic-merge patch of pods/<name>/status with PodScheduled=False (reason and message,
@@ -26,11 +26,11 @@ from typing import Any
 
 import msgspec
 
-from kubesched.api.policy import PodDisruptionBudget
+from kubesched.api.policy_v1 import PodDisruptionBudget
 from kubesched.cluster.kubeclient import AnswerLost, APIError, KubeClient
 from kubesched.core.podinfo import PodInfo
 from kubesched.framework.interfaces import AlreadyAssignedError, BindingUnknownError, ClusterAPIError
-from kubesched.scheduler.events import EventRecorder, micro_time
+from kubesched.scheduler.remote.events import EventRecorder, micro_time
 
 log = logging.getLogger("kubesched.scheduler")
 NOTE_LENGTH_LIMIT = 1024
@@ -70,7 +70,7 @@ class RateLimiter:
             await asyncio.sleep((1 - self._tokens) / self.qps)
 
 
-class APIBackend:
+class APIServerWriter:
     """Binds, evicts and reports through the API server."""
 
     def __init__(
