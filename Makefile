@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup run serve-extender test lint build-control-plane bench clean
+.PHONY: setup run serve-extender test lint build-control-plane bench bench-compare clean
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -36,6 +36,10 @@ test: lint build-control-plane
 
 bench: setup
 	sh scripts/bench-extender
+
+# Before/after in one run: make bench-compare REF=<git ref>
+bench-compare: setup
+	$(BIN)/python benchmarks/side_by_side.py $(REF)
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache
