@@ -171,11 +171,22 @@ class PodCondition(_K):
     message: str = ""
 
 
+class ContainerStatus(_K):
+    """What the kubelet reports of a container's resources (in-place resize): the requests actuated
+    (``resources``) and those admitted (``allocatedResources``)."""
+
+    name: str = ""
+    resources: ResourceRequirements | None = None
+    allocated_resources: dict[str, str | int | float] | None = None
+
+
 class PodStatus(_K):
     phase: str = ""
     nominated_node_name: str = ""
     start_time: str | None = None
     conditions: list[PodCondition] | None = None
+    container_statuses: list[ContainerStatus] | None = None
+    init_container_statuses: list[ContainerStatus] | None = None
 
 
 class Pod(_K):

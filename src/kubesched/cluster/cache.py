@@ -18,7 +18,7 @@ import msgspec
 
 from kubesched.api.core import Node, Pod
 from kubesched.core.nodetable import NodeTable
-from kubesched.core.podinfo import PodCompiler, PodInfo
+from kubesched.core.podinfo import PodCompiler, PodInfo, resize_key
 
 _TERMINAL = ("Succeeded", "Failed")
 
@@ -158,8 +158,9 @@ class ClusterCache:
 
 
 def _same_footprint(old: Pod, new: Pod) -> bool:
-    """Whether the node table derives the same from both objects: spec (nodeName aside) and labels."""
+    """Whether the node table derives the same from both objects: spec (nodeName aside), labels and the
+    resources the status reports (an in-place resize changes what the pod counts)."""
     spec = old.spec
     if spec.node_name != new.spec.node_name:
         spec = msgspec.structs.replace(spec, node_name=new.spec.node_name)
-    return spec == new.spec and old.metadata.labels == new.metadata.labels
+    return spec == new.spec and old.metadata.labels == new.metadata.labels and resize_key(old) == resize_key(new)

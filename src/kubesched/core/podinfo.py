@@ -8,7 +8,7 @@ from functools import cached_property
 
 import msgspec
 
-from kubesched.api.core import Container, Pod, Toleration
+from kubesched.api.core import Container, ContainerStatus, Pod, Toleration
 from kubesched.core.quantity import MAX_AMOUNT, clamp_amount, resource_value
 
 # kube-scheduler's scoring defaults for containers that do not mention cpu or memory.
@@ -130,11 +130,11 @@ class PodCompiler:
 
     def __init__(self, limit: int = 4096) -> None:
         self._limit = limit
-        self._specs: dict[tuple[str, bytes, bytes], PodSpecInfo] = {}
+        self._specs: dict[tuple[str, bytes, bytes, Hashable], PodSpecInfo] = {}
 
     def __call__(self, pod: Pod) -> PodInfo:
         meta = pod.metadata
-        key = (meta.namespace, _encode(meta.labels), _encode(pod.spec))
+        key = (meta.namespace, _encode(meta.labels), _encode(pod.spec), resize_key(pod))
         spec = self._specs.get(key)
         if spec is None:
             if len(self._specs) >= self._limit:
@@ -146,10 +146,51 @@ class PodCompiler:
 _encode = msgspec.json.Encoder().encode
 
 
-def _container_requests(c: Container) -> dict[str, int]:
-    if c.resources is None or not c.resources.requests:
-        return {}
-    return {name: resource_value(name, q) for name, q in c.resources.requests.items()}
+def _amounts(resources: dict[str, str | int | float] | None) -> dict[str, int]:
+    return {name: resource_value(name, q) for name, q in resources.items()} if resources else {}
+
+
+def _container_requests(
+    c: Container, status: ContainerStatus | None = None, infeasible: bool = False
+) -> dict[str, int]:
+    """A container's requests; with a status reporting its resources (in-place resize), the larger of
+    spec, actuated and allocated per resource, or of the last two while the resize is infeasible
+    (component-helpers' determineEffectiveRequests)."""
+    spec = _amounts(c.resources.requests) if c.resources is not None else {}
+    if status is None or status.resources is None:
+        return spec
+    effective = {} if infeasible else spec
+    for reported in (_amounts(status.resources.requests), _amounts(status.allocated_resources)):
+        for name, v in reported.items():  # present beats absent, even at 0 (it is then no longer defaulted)
+            if name not in effective or v > effective[name]:
+                effective[name] = v
+    return effective
+
+
+def _statuses(pod: Pod) -> tuple[dict[str, ContainerStatus], bool]:
+    """Container statuses by name (containers and init containers), and whether a resize is infeasible."""
+    st = pod.status
+    if not st.container_statuses and not st.init_container_statuses:
+        return {}, False
+    by_name = {s.name: s for s in (st.init_container_statuses or ())}
+    by_name.update((s.name, s) for s in (st.container_statuses or ()))
+    infeasible = False
+    for cond in st.conditions or ():
+        if cond.type == "PodResizePending":
+            infeasible = cond.reason == "Infeasible"
+            break
+    return by_name, infeasible
+
+
+def resize_key(pod: Pod) -> Hashable:
+    """What a pod's status adds to its requests (in-place resize), as a key: None when nothing."""
+    by_name, infeasible = _statuses(pod)
+    reported = tuple(
+        (name, _encode(s.resources.requests), _encode(s.allocated_resources))
+        for name, s in sorted(by_name.items())
+        if s.resources is not None
+    )
+    return (reported, infeasible) if reported else None
 
 
 def _add(into: dict[str, int], extra: dict[str, int]) -> None:
@@ -163,11 +204,8 @@ def _max(into: dict[str, int], other: dict[str, int]) -> None:
             into[name] = v
 
 
-def _non_zero(c: Container) -> tuple[int, int]:
-    req = (c.resources.requests if c.resources else None) or {}
-    cpu = resource_value("cpu", req["cpu"]) if "cpu" in req else DEFAULT_MILLI_CPU_REQUEST
-    mem = resource_value("memory", req["memory"]) if "memory" in req else DEFAULT_MEMORY_REQUEST
-    return cpu, mem
+def _non_zero(req: dict[str, int]) -> tuple[int, int]:
+    return req.get("cpu", DEFAULT_MILLI_CPU_REQUEST), req.get("memory", DEFAULT_MEMORY_REQUEST)
 
 
 def _is_sidecar(c: Container) -> bool:
@@ -177,11 +215,13 @@ def _is_sidecar(c: Container) -> bool:
 def compute_requests(pod: Pod) -> tuple[dict[str, int], int, int]:
     """Pod requests as kube-scheduler computes them (sidecars, init max, pod-level, overhead), plus non-zero cpu/mem."""
     spec = pod.spec
+    statuses, infeasible = _statuses(pod)
     total: dict[str, int] = {}
     nz_cpu = nz_mem = 0
     for c in spec.containers or ():
-        _add(total, _container_requests(c))
-        cpu, mem = _non_zero(c)
+        req = _container_requests(c, statuses.get(c.name), infeasible)
+        _add(total, req)
+        cpu, mem = _non_zero(req)
         nz_cpu += cpu
         nz_mem += mem
     init_need: dict[str, int] = {}
@@ -189,8 +229,9 @@ def compute_requests(pod: Pod) -> tuple[dict[str, int], int, int]:
     init_nz = (0, 0)
     sidecar_nz = (0, 0)
     for c in spec.init_containers or ():
-        req = _container_requests(c)
-        cpu, mem = _non_zero(c)
+        # Only sidecars are resized in place; a plain init container counts by its spec.
+        req = _container_requests(c, statuses.get(c.name) if _is_sidecar(c) else None, infeasible)
+        cpu, mem = _non_zero(req)
         if _is_sidecar(c):
             _add(total, req)
             _add(sidecars, req)

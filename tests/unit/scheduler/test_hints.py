@@ -114,3 +114,21 @@ async def test_a_pod_event_helps_a_spread_pod_only_if_the_pod_counts_for_its_con
     assert scheduler.queue.pending()[q.UNSCHEDULABLE] == 1
     scheduler.pod_upserted(bound("web-1", {"app": "web"}))
     assert scheduler.queue.pending()[q.UNSCHEDULABLE] == 0
+
+
+def resized(name: str, spec_cpu: str, running_cpu: str, node_name: str = "n") -> Pod:
+    spec = {"nodeName": node_name, "containers": [{"name": "c", "resources": {"requests": {"cpu": spec_cpu}}}]}
+    status = {"phase": "Running", "containerStatuses": [{"name": "c", "resources": {"requests": {"cpu": running_cpu}}}]}
+    return msgspec.convert(
+        {"metadata": {"name": name, "namespace": "ns", "uid": name}, "spec": spec, "status": status}, Pod
+    )
+
+
+async def test_a_bound_pod_still_running_larger_than_its_spec_blocks_and_its_resize_down_moves_the_parked_pod() -> None:
+    # Spec lowered to 1 cpu, the kubelet still runs it with 3: kube-scheduler counts 3 of the node's 4.
+    scheduler, clock = await parked([node("n", "4")], [resized("shrinking", "1", "3"), pod("wants-2", "2")])
+    assert scheduler.queue.pending()[q.UNSCHEDULABLE] == 1
+    scheduler.pod_upserted(resized("shrinking", "1", "1"))  # the resize is done: an UpdatePodScaleDown event
+    assert scheduler.queue.pending()[q.UNSCHEDULABLE] == 0
+    await run_until_settled(scheduler, clock)
+    assert scheduler.cache.pod_node("wants-2") == "n"

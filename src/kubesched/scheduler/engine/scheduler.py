@@ -62,7 +62,7 @@ PLUGIN_EVENTS: dict[str, frozenset[str]] = {
     "TaintToleration": _NODE_EVENTS,
     "NodeAffinity": _NODE_EVENTS,
     "NodePorts": frozenset({q.NODE_ADD, q.POD_DELETE}),
-    "NodeResourcesFit": frozenset({q.NODE_ADD, q.NODE_UPDATE, q.POD_DELETE}),
+    "NodeResourcesFit": frozenset({q.NODE_ADD, q.NODE_UPDATE, q.POD_DELETE, q.POD_UPDATE}),
     "PodTopologySpread": _NODE_EVENTS | _POD_EVENTS,
     "InterPodAffinity": _NODE_EVENTS | _POD_EVENTS,
 }
@@ -300,6 +300,7 @@ class Scheduler:
         uid = pod.metadata.uid
         if pod.spec.node_name or pod.status.phase in _TERMINAL:
             was = self.cache.pod_node(uid)
+            before = self.cache.pod(uid) if was is not None else None
             self.cache.upsert_pod(pod)
             if uid in self._uncertain:
                 self._uncertain.settle(uid, pod.spec.node_name or None)
@@ -309,6 +310,8 @@ class Scheduler:
                     self.queue.on_event(q.POD_DELETE, pod=self.cache.compile(pod))
             elif was is None:
                 self.queue.on_event(q.POD_ADD, pod=self.cache.compile(pod))
+            elif before is not None and _scaled_down(before, self.cache.pod(uid)):
+                self.queue.on_event(q.POD_UPDATE, pod=self.cache.compile(pod))  # an in-place resize freed room
             return
         if self.cache.is_assumed(uid):
             return  # ours, its binding is in flight
@@ -619,3 +622,11 @@ def _changed(old: Pod, new: Pod) -> bool:
         or old.metadata.annotations != new.metadata.annotations
         or old.metadata.deletion_timestamp != new.metadata.deletion_timestamp
     )
+
+
+def _scaled_down(before: PodInfo, after: PodInfo | None) -> bool:
+    """Whether a bound pod now counts less of some resource (kube-scheduler's UpdatePodScaleDown)."""
+    if after is None:
+        return False
+    now = after.requests
+    return any(now.get(name, 0) < amount for name, amount in before.requests.items())
