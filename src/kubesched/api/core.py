@@ -195,6 +195,12 @@ class Pod(_K):
     status: PodStatus = msgspec.field(default_factory=PodStatus)
 
 
+class Namespace(_K):
+    """A namespace: only its labels are read (pod affinity's namespaceSelector)."""
+
+    metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
+
+
 class ContainerImage(_K):
     names: list[str] | None = None
     size_bytes: int = 0

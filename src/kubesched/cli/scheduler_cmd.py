@@ -256,20 +256,21 @@ def run_live(args: argparse.Namespace) -> int:
 def run_in_memory(args: argparse.Namespace) -> int:
     logging.basicConfig(level=logging.WARNING, format="kubesched: %(levelname)s: %(message)s")
     try:
-        nodes, pods, workloads = read_cluster(args.cluster)
+        objects = read_cluster(args.cluster)
     except ClusterFileError as err:
         raise CLIError(str(err)) from None
 
     async def main() -> tuple[list[Placement], list[tuple[str, str]]]:
         clock = ManualClock()
-        cluster = MemoryCluster(nodes, pods)
+        cluster = MemoryCluster(objects.nodes, objects.pods, objects.pdbs, objects.namespaces)
         scheduler = Scheduler(
             ClusterCache(),
             cluster,
             builder(args.config),
             clock=clock,
             batching=args.gates["OpportunisticBatching"],
-            services={DEFAULT_SELECTOR_SERVICE: workloads.default_selector},  # the file's Services, ReplicaSets…
+            # The file's Services, ReplicaSets… give PodTopologySpread's default constraints their selector.
+            services={DEFAULT_SELECTOR_SERVICE: objects.workloads.default_selector},
         )
         cluster.attach(scheduler)
         await run_until_settled(scheduler, clock)

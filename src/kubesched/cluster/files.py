@@ -1,15 +1,18 @@
-"""The embedded default cluster source: Node (and Pod) objects read from a file."""
+"""The embedded default cluster source: the objects of a cluster file (nodes, pods, and what plugins read)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import msgspec
 import yaml
 
-from kubesched.api.core import Node, Pod, ReplicationController, Service, Workload
+from kubesched.api.core import Namespace, Node, ObjectMeta, Pod, ReplicationController, Service, Workload
+from kubesched.api.policy_v1 import PodDisruptionBudget
 from kubesched.cluster.cache import ClusterCache
+from kubesched.cluster.defaulting import DefaultingError, PriorityClass, default_pod, priority_classes
 from kubesched.cluster.workloads import Workloads
 
 
@@ -32,60 +35,163 @@ def _documents(path: Path) -> list[Any]:
         ) from None
 
 
-def _flatten(doc: Any, path: Path, where: str) -> list[tuple[str, Any]]:
+# A list's kind names its items' kind; "List" and plain lists do not.
+_KINDS = (
+    "Node",
+    "Pod",
+    "Namespace",
+    "Service",
+    "ReplicationController",
+    "ReplicaSet",
+    "StatefulSet",
+    "PodDisruptionBudget",
+    "PriorityClass",
+)
+_NOT_YET = {
+    "PersistentVolume",
+    "PersistentVolumeClaim",
+    "StorageClass",
+    "CSINode",
+    "CSIDriver",
+    "ResourceSlice",
+    "ResourceClaim",
+    "ResourceClaimTemplate",
+    "DeviceClass",
+}
+
+
+def _flatten(doc: Any, path: Path, where: str, kind: str | None = None) -> list[tuple[str, str | None, Any]]:
+    """(where, the kind its list gives it, object) for each object of a document."""
     if isinstance(doc, list):
-        return [item for i, d in enumerate(doc) for item in _flatten(d, path, f"{where}[{i}]")]
+        return [item for i, d in enumerate(doc) for item in _flatten(d, path, f"{where}[{i}]", kind)]
     if not isinstance(doc, dict):
         raise ClusterFileError(f"{path}: {where}: expected an object or a list, got {type(doc).__name__}")
     if isinstance(doc.get("items"), list):
-        return [item for i, d in enumerate(doc["items"]) for item in _flatten(d, path, f"{where}.items[{i}]")]
-    return [(where, doc)]
+        list_kind = doc.get("kind")
+        item_kind = list_kind[:-4] if isinstance(list_kind, str) and list_kind.endswith("List") else None
+        item_kind = item_kind or None  # "List" names no kind
+        return [
+            item for i, d in enumerate(doc["items"]) for item in _flatten(d, path, f"{where}.items[{i}]", item_kind)
+        ]
+    return [(where, kind, doc)]
+
+
+def _kind_of(obj: dict[str, Any], listed: str | None, path: Path, where: str) -> str:
+    """The object's kind: its own, else its list's; without either, a Node unless it looks like a pod."""
+    own = obj.get("kind")
+    if own is not None and not isinstance(own, str):
+        raise ClusterFileError(f"{path}: {where}.kind: expected a string, got {type(own).__name__}")
+    if own and listed and own != listed:
+        raise ClusterFileError(f"{path}: {where}: kind {own!r} in a {listed}List")
+    kind = own or listed
+    if kind:
+        return kind
+    spec = obj.get("spec")
+    if isinstance(spec, dict) and "containers" in spec:
+        raise ClusterFileError(
+            f"{path}: {where}: no kind, and it has spec.containers: add kind: Pod (or put it in a PodList);"
+            " an object without kind is read as a Node"
+        )
+    return "Node"
+
+
+@dataclass
+class ClusterObjects:
+    """What a cluster file holds, pods defaulted as the API server would store them."""
+
+    nodes: list[Node] = field(default_factory=list)
+    pods: list[Pod] = field(default_factory=list)
+    workloads: Workloads = field(default_factory=Workloads)
+    namespaces: dict[str, dict[str, str]] = field(default_factory=dict)  # name -> labels
+    pdbs: list[PodDisruptionBudget] = field(default_factory=list)
+    priority_classes: list[PriorityClass] = field(default_factory=list)
 
 
 def read_objects(path: Path) -> tuple[list[Node], list[Pod]]:
     """Nodes and pods of a file: a NodeList/PodList/List, a plain list, or several YAML documents.
 
-    An object without ``kind`` counts as a Node (a node file needs no kinds). Objects that select pods
-    (see `read_cluster`) are accepted and left out.
+    An object takes its kind from itself or from its list (a PodList's items are pods); one with
+    neither counts as a Node (a node file needs no kinds), unless it has ``spec.containers``. The other
+    kinds `read_cluster` reads are accepted and left out.
     """
-    nodes, pods, _ = read_cluster(path)
-    return nodes, pods
+    got = read_cluster(path)
+    return got.nodes, got.pods
 
 
-_WORKLOADS = ("Service", "ReplicationController", "ReplicaSet", "StatefulSet")
-
-
-def read_cluster(path: Path) -> tuple[list[Node], list[Pod], Workloads]:
-    """`read_objects`, plus the Services, ReplicationControllers, ReplicaSets and StatefulSets of the file
-    (what PodTopologySpread's default constraints derive their selector from)."""
-    nodes: list[Node] = []
-    pods: list[Pod] = []
-    workloads = Workloads()
+def read_cluster(path: Path) -> ClusterObjects:
+    """Every object of a cluster file: nodes, pods, namespaces (their labels, for namespaceSelector),
+    PodDisruptionBudgets, PriorityClasses, and the Services, ReplicationControllers, ReplicaSets and
+    StatefulSets PodTopologySpread's default constraints derive their selector from."""
+    out = ClusterObjects()
+    raw_pods: list[tuple[str, dict[str, Any]]] = []
     for i, doc in enumerate(_documents(path)):
-        for where, obj in _flatten(doc, path, f"document {i}" if i else "$"):
-            kind = obj.get("kind", "Node")
+        for where, listed, obj in _flatten(doc, path, f"document {i}" if i else "$"):
+            kind = _kind_of(obj, listed, path, where)
             try:
-                if kind == "Node":
-                    node = msgspec.convert(obj, Node)
-                    if not node.metadata.name:
-                        raise ClusterFileError(f"{path}: {where}: Node has no metadata.name")
-                    nodes.append(node)
-                elif kind == "Pod":
-                    pods.append(msgspec.convert(obj, Pod))
-                elif kind == "Service":
-                    workloads.services.upsert(msgspec.convert(obj, Service))
-                elif kind == "ReplicationController":
-                    workloads.controllers.upsert(msgspec.convert(obj, ReplicationController))
-                elif kind == "ReplicaSet":
-                    workloads.replica_sets.upsert(msgspec.convert(obj, Workload))
-                elif kind == "StatefulSet":
-                    workloads.stateful_sets.upsert(msgspec.convert(obj, Workload))
-                else:
-                    expected = ", ".join(("Node", "Pod", *_WORKLOADS[:-1])) + f" or {_WORKLOADS[-1]}"
-                    raise ClusterFileError(f"{path}: {where}: unsupported kind {kind!r} (expected {expected})")
+                _read_one(out, raw_pods, kind, obj, where, path)
             except msgspec.ValidationError as err:
                 raise ClusterFileError(f"{path}: {where}: {err}") from None
-    return nodes, pods, workloads
+    try:
+        classes = priority_classes(out.priority_classes)
+    except DefaultingError as err:
+        raise ClusterFileError(f"{path}: {err}") from None
+    for where, obj in raw_pods:
+        try:
+            out.pods.append(msgspec.convert(default_pod(obj, classes), Pod))
+        except DefaultingError as err:
+            raise ClusterFileError(f"{path}: {where}: {err}") from None
+        except msgspec.ValidationError as err:
+            raise ClusterFileError(f"{path}: {where}: {err}") from None
+    return out
+
+
+def _read_one(
+    out: ClusterObjects, raw_pods: list[tuple[str, dict[str, Any]]], kind: str, obj: Any, where: str, path: Path
+) -> None:
+    if kind == "Node":
+        node = msgspec.convert(obj, Node)
+        if not node.metadata.name:
+            raise ClusterFileError(f"{path}: {where}: Node has no metadata.name")
+        out.nodes.append(node)
+    elif kind == "Pod":
+        raw_pods.append((where, obj))
+    elif kind == "Namespace":
+        ns = msgspec.convert(obj, Namespace)
+        if not ns.metadata.name:
+            raise ClusterFileError(f"{path}: {where}: Namespace has no metadata.name")
+        out.namespaces[ns.metadata.name] = dict(ns.metadata.labels or {})
+    elif kind == "Service":
+        out.workloads.services.upsert(msgspec.convert(obj, Service))
+    elif kind == "ReplicationController":
+        out.workloads.controllers.upsert(msgspec.convert(obj, ReplicationController))
+    elif kind == "ReplicaSet":
+        out.workloads.replica_sets.upsert(msgspec.convert(obj, Workload))
+    elif kind == "StatefulSet":
+        out.workloads.stateful_sets.upsert(msgspec.convert(obj, Workload))
+    elif kind == "PodDisruptionBudget":
+        out.pdbs.append(msgspec.convert(obj, PodDisruptionBudget))
+    elif kind == "PriorityClass":
+        pc = msgspec.convert(obj, _PriorityClass)
+        if not pc.metadata.name:
+            raise ClusterFileError(f"{path}: {where}: PriorityClass has no metadata.name")
+        out.priority_classes.append(
+            PriorityClass(pc.metadata.name, pc.value, pc.global_default, pc.preemption_policy or "PreemptLowerPriority")
+        )
+    elif kind in _NOT_YET:
+        raise ClusterFileError(
+            f"{path}: {where}: kind {kind!r} is not supported yet: kubesched does not schedule volumes or"
+            " dynamic resource claims (see docs/scheduler.md, Known differences)"
+        )
+    else:
+        expected = ", ".join(_KINDS[:-1]) + f" or {_KINDS[-1]}"
+        raise ClusterFileError(f"{path}: {where}: unsupported kind {kind!r} (expected {expected})")
+
+
+class _PriorityClass(msgspec.Struct, rename="camel"):
+    metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
+    value: int = 0
+    global_default: bool = False
+    preemption_policy: str = ""
 
 
 def load_into(cache: ClusterCache, path: Path) -> tuple[int, int]:

@@ -59,11 +59,18 @@ class MemoryCluster:
     # `bind` never awaits: the Binder may run its binding cycles without a task each.
     binds_inline: ClassVar[bool] = True
 
-    def __init__(self, nodes: Sequence[Node], pods: Sequence[Pod], pdbs: Sequence[PodDisruptionBudget] = ()) -> None:
+    def __init__(
+        self,
+        nodes: Sequence[Node],
+        pods: Sequence[Pod],
+        pdbs: Sequence[PodDisruptionBudget] = (),
+        namespaces: Mapping[str, Mapping[str, str]] | None = None,
+    ) -> None:
         self.nodes = {n.metadata.name: n for n in nodes}
         self.pods = {p.metadata.uid: p for p in normalize(pods)}
         self.pending = [f"{p.metadata.namespace}/{p.metadata.name}" for p in self.pods.values() if not p.spec.node_name]
         self._pdbs = list(pdbs)
+        self._namespaces = dict(namespaces or {})
         self.events: list[Event] = []
         self.conditions: dict[str, tuple[str, str]] = {}  # pod key -> (reason, message)
         self.scheduler: Scheduler | None = None
@@ -124,7 +131,8 @@ class MemoryCluster:
         return self._pdbs
 
     def namespace_labels(self, namespace: str) -> Mapping[str, str] | None:
-        return None
+        """A namespace's labels; None for a namespace the cluster file does not declare."""
+        return self._namespaces.get(namespace)
 
     # ---- reporting --------------------------------------------------------------------------------------
 
