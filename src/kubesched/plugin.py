@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from kubesched.api.core import Node, Pod
 from kubesched.api.node_fields import NodeFields
-from kubesched.core.nodetable import BoolColumn, IntColumn, NodeTable, Rows
+from kubesched.core.nodetable import BoolColumn, IntColumn, NodeTable, Rows, table_of
 from kubesched.core.podinfo import PodInfo
 from kubesched.framework.interfaces import (
     MAX_NODE_SCORE,
@@ -95,4 +95,5 @@ __all__ = [
     "Status",
     "Verdicts",
     "default_normalize_score",
+    "table_of",
 ]

@@ -58,6 +58,7 @@ EXPORTED = [
     "Status",
     "Verdicts",
     "default_normalize_score",
+    "table_of",
 ]
 SOURCE = Path(plugin.__file__)
 
