@@ -3,9 +3,12 @@ on a node file, the same plugins in `scheduler run --cluster`, the licensed-zone
 
 from __future__ import annotations
 
+import base64
+import contextlib
 import json
 import os
 import socket
+import ssl
 import subprocess
 import sys
 import time
@@ -31,31 +34,33 @@ def free_port() -> int:
 
 
 @contextmanager
-def serve(policy: str, nodes: str) -> Iterator[str]:
+def running(*args: str, scheme: str = "http", verify: bool | ssl.SSLContext = True) -> Iterator[str]:
+    """``kubesched ARGS --listen 127.0.0.1:PORT`` in a process of its own, once its /readyz answers 200."""
     port = free_port()
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
-    cmd = [sys.executable, "-m", "kubesched", "extender", "serve", "--policy", policy, "--nodes", nodes]
-    proc = subprocess.Popen(
-        [*cmd, "--listen", f"127.0.0.1:{port}"], cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
-    )
-    url = f"http://127.0.0.1:{port}"
+    cmd = [sys.executable, "-m", "kubesched", *args, "--listen", f"127.0.0.1:{port}"]
+    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    url = f"{scheme}://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 30
         while True:
             try:
-                if httpx.get(f"{url}/readyz").status_code == 200:
+                if httpx.get(f"{url}/readyz", verify=verify).status_code == 200:
                     break
             except httpx.TransportError:
                 pass
             if proc.poll() is not None or time.monotonic() > deadline:
-                raise AssertionError(
-                    f"extender did not become ready: {proc.stderr.read().decode() if proc.stderr else ''}"
-                )
+                err = proc.stderr.read().decode() if proc.stderr and proc.poll() is not None else ""
+                raise AssertionError(f"{' '.join(args)} did not become ready: {err}")
             time.sleep(0.1)
         yield url
     finally:
         proc.terminate()
         proc.wait(10)
+
+
+def serve(policy: str, nodes: str) -> contextlib.AbstractContextManager[str]:
+    return running("extender", "serve", "--policy", policy, "--nodes", nodes)
 
 
 @pytest.fixture(scope="module")
@@ -132,3 +137,37 @@ def test_gpu_plugins_in_the_scheduler_on_the_example_cluster(capsys: pytest.Capt
     assert placements["ml/legacy-0"]["reason"].startswith(
         "0/4 nodes are available: 2 Insufficient nvidia.com/gpu, 2 node(s) didn't have GPU model v100."
     )
+
+
+def test_the_webhook_quick_start_routes_the_example_review(tmp_path: Path) -> None:
+    """docs/zh-CN/README.md: certs, webhook serve on the example rules and nodes, /mutate on the example review."""
+    certs = tmp_path / "certs"
+    assert (
+        main(
+            [
+                "certs",
+                "--out",
+                str(certs),
+                "--service",
+                "kubesched-webhook",
+                "--namespace",
+                "kubesched",
+                "--ip",
+                "127.0.0.1",
+            ]
+        )
+        == 0
+    )
+    args = ["webhook", "serve", "--config", "examples/webhook-config.yaml", "--nodes", "examples/nodes.yaml"]
+    tls = ["--tls-cert", str(certs / "tls.crt"), "--tls-key", str(certs / "tls.key")]
+    ca = ssl.create_default_context(cafile=certs / "ca.crt")
+    with running(*args, *tls, scheme="https", verify=ca) as url:
+        review = (EXAMPLES / "admission-review.json").read_bytes()
+        headers = {"Content-Type": "application/json"}
+        answer = httpx.post(f"{url}/mutate", content=review, headers=headers, verify=ca).json()["response"]
+        assert answer["allowed"] is True
+        patch = {op["path"]: op["value"] for op in json.loads(base64.b64decode(answer["patch"]))}
+        assert patch["/spec/schedulerName"] == "kubesched"
+        assert patch["/spec/nodeSelector"] == {"pool": "batch"}
+        answer = httpx.post(f"{url}/validate", content=review, headers=headers, verify=ca).json()["response"]
+        assert answer["allowed"] is True
