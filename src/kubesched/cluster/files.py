@@ -197,6 +197,13 @@ class _PriorityClass(msgspec.Struct, rename="camel"):
 def load_into(cache: ClusterCache, path: Path) -> tuple[int, int]:
     """Fill the cache from a file and mark it synced; returns the numbers of nodes and pods."""
     nodes, pods = read_objects(path)
+    # The cache knows pods by UID: a file's pods rarely carry one, and must not collapse into one pod.
+    pods = [
+        p
+        if p.metadata.uid
+        else msgspec.structs.replace(p, metadata=msgspec.structs.replace(p.metadata, uid=f"file-{i}"))
+        for i, p in enumerate(pods)
+    ]
     cache.replace_nodes(nodes)
     cache.replace_pods(pods)
     cache.tracks_pods = bool(pods)
