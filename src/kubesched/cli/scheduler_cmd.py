@@ -11,12 +11,11 @@ from collections.abc import Callable
 from pathlib import Path
 
 from kubesched.cli import logs, tables
-from kubesched.cli.errors import CLIError
 from kubesched.cluster.cache import ClusterCache
 from kubesched.cluster.files import ClusterFileError, read_cluster
 from kubesched.cluster.kubeclient import KubeConfigError, connect
 from kubesched.config.duration import Duration
-from kubesched.config.errors import ConfigParseError, FieldError
+from kubesched.config.errors import ConfigParseError
 from kubesched.config.profiles import (
     LIVE_DEFAULT_PROFILE,
     ConfigError,
@@ -24,6 +23,7 @@ from kubesched.config.profiles import (
     ProfileConfig,
     SchedulerConfiguration,
 )
+from kubesched.errors import CLIError, FieldError
 from kubesched.framework.interfaces import Handle
 from kubesched.plugins.pod_topology_spread import DEFAULT_SELECTOR_SERVICE
 from kubesched.scheduler.engine.queue import ManualClock

@@ -11,9 +11,10 @@ import yaml
 from kubesched.api.core import Node, Pod, ReplicationController, Service, Workload
 from kubesched.cluster.cache import ClusterCache
 from kubesched.cluster.workloads import Workloads
+from kubesched.errors import ConfigurationError
 
 
-class ClusterFileError(ValueError):
+class ClusterFileError(ConfigurationError):
     """A cluster file that cannot be read; the message names the file and the item."""
 
 

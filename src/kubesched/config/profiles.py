@@ -16,10 +16,11 @@ from pathlib import Path
 from typing import Any
 
 from kubesched.config.duration import Duration
-from kubesched.config.errors import ConfigParseError, FieldError, child, index
+from kubesched.config.errors import ConfigParseError
 from kubesched.config.model import DEFAULT_SCHEDULER_NAME, Extender, LegacyPolicy, SchedulerConfig
 from kubesched.config.parse import DOCUMENT, load_text, read_document
 from kubesched.config.validation import validate
+from kubesched.errors import FieldError, child, index
 from kubesched.framework.profile import PluginRef
 
 # kube-scheduler's names for the extension points, as keys of `plugins`.

@@ -14,6 +14,7 @@ from kubesched.api.node_fields import NodeFields
 from kubesched.core.nodetable import IntColumn, NodeTable, Rows
 from kubesched.core.podinfo import PodInfo
 from kubesched.core.quantity import QuantityError
+from kubesched.errors import PluginError
 from kubesched.framework.diagnosis import Diagnosis
 from kubesched.framework.interfaces import (
     MAX_NODE_SCORE,
@@ -65,7 +66,7 @@ ERROR_MESSAGES = {
 }
 
 
-class FrameworkError(RuntimeError):
+class FrameworkError(PluginError, RuntimeError):
     """A plugin failed with an Error status (not a rejection): the attempt fails.
 
     ``point`` is the extension point; ``raised`` the exception when the plugin raised one (its traceback
@@ -491,7 +492,7 @@ def _signature(pod: PodInfo, signers: list[SignPlugin]) -> Hashable | None:
     return tuple(fragments)
 
 
-class _PluginRaised(Exception):
+class _PluginRaised(PluginError):
     """Which plugin raised what (carried out of a helper that has no pod to log)."""
 
     def __init__(self, plugin: object, err: Exception) -> None:

@@ -22,7 +22,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
-from kubesched.config.errors import FieldError, child, index
 from kubesched.config.profiles import (
     ALL,
     EXTENSION_POINTS,
@@ -33,6 +32,7 @@ from kubesched.config.profiles import (
     SchedulerConfiguration,
     read_file,
 )
+from kubesched.errors import FieldError, child, index
 from kubesched.framework import interfaces as fw
 from kubesched.framework.interfaces import Handle, Plugin
 from kubesched.framework.loader import load_object
@@ -241,9 +241,7 @@ def build_profile(
     try:
         framework = Framework.build(spec, registry, handle, path=f"{profile.path}.")
     except ProfileError as err:
-        for problem in err.problems:
-            path, _, message = problem.partition(": ")
-            errors.append(FieldError(path, message))
+        errors.extend(err.errors)
         return None
     by_name = {p.name: p for p in framework.plugins}
     for point, refs in points.items():
