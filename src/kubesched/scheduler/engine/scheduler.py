@@ -85,7 +85,7 @@ class Placement:
 class Scheduler:
     """One scheduler over one cache, with the profiles of one configuration (swappable).
 
-    ``build`` turns a handle factory into a configuration (`pluginmanager.build_from_file`, `build_default`);
+    ``build`` turns a handle factory into a configuration (`Loaded.build` of profiles/manager.py, `build_default`);
     it may raise ConfigError. `apply` swaps in a later one built with `make_handle`.
     """
 
