@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from kubesched.config.duration import Duration, format_nanoseconds, parse_nanoseconds
-from kubesched.config.errors import ConfigParseError, FieldError
+from kubesched.config.errors import ConfigParseError
 from kubesched.config.model import (
     Extender,
     LeaderElection,
@@ -28,6 +28,7 @@ from kubesched.config.model import (
 from kubesched.config.parse import load_text, parse_document
 from kubesched.config.render import dump, render_config, render_legacy_policy
 from kubesched.config.validation import collect_warnings, validate
+from kubesched.errors import FieldError
 
 GOLDEN = Path(__file__).parent.parent / "golden" / "config-extender-default.yaml"
 URL = "http://kubesched-extender.kube-system.svc:8888/scheduler"

@@ -13,7 +13,7 @@ import yaml
 
 from kubesched import pki
 from kubesched.cli import dev_cluster
-from kubesched.cli.errors import CLIError
+from kubesched.errors import CLIError
 from kubesched.testing.kubeconfig import read_kubeconfig, write_kubeconfig
 from kubesched.testing.nodes import node_manifest, node_status
 from kubesched.testing.scheduler import SchedulerConfigError, inject_kubeconfig, load_config, minimal_config

@@ -15,6 +15,7 @@ import msgspec
 
 from kubesched.api.core import Pod
 from kubesched.api.nesting import too_deep
+from kubesched.errors import InputError
 
 MIN_EXTENDER_PRIORITY = 0
 MAX_EXTENDER_PRIORITY = 10
@@ -89,7 +90,7 @@ class ExtenderPreemptionResult(msgspec.Struct):
     NodeNameToMetaVictims: dict[str, MetaVictims] | None
 
 
-class WireError(ValueError):
+class WireError(InputError):
     """A request body that cannot be read as the expected type; the message names what is wrong."""
 
 

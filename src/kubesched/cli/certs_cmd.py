@@ -9,7 +9,7 @@ import re
 from pathlib import Path
 
 from kubesched import pki
-from kubesched.cli.errors import CLIError
+from kubesched.errors import CLIError
 
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
 FILES = ("ca.crt", "tls.crt", "tls.key")

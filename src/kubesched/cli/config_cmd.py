@@ -9,9 +9,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Protocol
 
-from kubesched.cli.errors import CLIError
 from kubesched.config.duration import Duration
-from kubesched.config.errors import ConfigParseError, FieldError
+from kubesched.config.errors import ConfigParseError
 from kubesched.config.model import (
     DEFAULT_SCHEDULER_NAME,
     Extender,
@@ -25,6 +24,7 @@ from kubesched.config.model import (
 from kubesched.config.parse import load_text, read_document
 from kubesched.config.render import Format, dump, render_config, render_legacy_policy, unreserved_note
 from kubesched.config.validation import collect_warnings, validate
+from kubesched.errors import CLIError, FieldError
 
 
 class _ManagedResourceLike(Protocol):

@@ -14,7 +14,7 @@ from types import FrameType
 from typing import Any
 
 from kubesched.cli import tables
-from kubesched.cli.errors import CLIError
+from kubesched.errors import CLIError
 from kubesched.testing import build
 from kubesched.testing.controlplane import ApiError, ControlPlane
 from kubesched.testing.process import ProcessError

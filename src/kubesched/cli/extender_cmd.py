@@ -9,13 +9,13 @@ import ssl
 from pathlib import Path
 
 from kubesched.cli import logs, serving
-from kubesched.cli.errors import CLIError
 from kubesched.cli.serving import parse_listen, wait_for_stop_signal
 from kubesched.cluster.cache import ClusterCache
 from kubesched.cluster.files import ClusterFileError, load_into
 from kubesched.cluster.kubeclient import KubeClient, KubeConfigError, connect
 from kubesched.cluster.ledger import DEFAULT_TTL, Ledger
 from kubesched.cluster.source import KubeSource
+from kubesched.errors import CLIError
 from kubesched.extender.app import DEFAULT_MAX_BODY, Dispatcher
 from kubesched.extender.service import ExtenderService
 from kubesched.framework.profile import ProfileError

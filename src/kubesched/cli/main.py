@@ -19,7 +19,7 @@ from kubesched.cli import (
     scheduler_cmd,
     webhook_cmd,
 )
-from kubesched.cli.errors import CLIError
+from kubesched.errors import CLIError
 from kubesched.testing.build import KUBERNETES_VERSION
 
 # What a shell reports for a program killed by SIGPIPE (kubectl's habit when `| head` closes the pipe).

@@ -15,7 +15,6 @@ import yaml
 
 from kubesched import pki
 from kubesched.cli.certs_cmd import service_names
-from kubesched.cli.errors import CLIError
 from kubesched.cluster.cache import ClusterCache
 from kubesched.config.model import ManagedResource
 from kubesched.deploy import extender, render, webhook
@@ -35,6 +34,7 @@ from kubesched.deploy.plan import (
     WebhookRules,
     WebhookTLS,
 )
+from kubesched.errors import CLIError
 from kubesched.policies import PolicyError
 from kubesched.policies import load as load_policy
 from kubesched.webhook import rules_file as webhook_config

@@ -7,8 +7,8 @@ import json
 from pathlib import Path
 
 from kubesched.cli import tables
-from kubesched.cli.errors import CLIError
 from kubesched.config.profiles import ConfigError, load_file
+from kubesched.errors import CLIError
 from kubesched.scheduler.profiles.manager import describe, load_registry
 
 

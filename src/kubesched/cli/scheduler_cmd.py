@@ -11,25 +11,19 @@ from collections.abc import Callable
 from pathlib import Path
 
 from kubesched.cli import logs, tables
-from kubesched.cli.errors import CLIError
 from kubesched.cluster.cache import ClusterCache
 from kubesched.cluster.files import ClusterFileError, read_cluster
 from kubesched.cluster.kubeclient import KubeConfigError, connect
 from kubesched.config.duration import Duration
-from kubesched.config.errors import ConfigParseError, FieldError
-from kubesched.config.profiles import (
-    LIVE_DEFAULT_PROFILE,
-    ConfigError,
-    LeaderElectionConfig,
-    ProfileConfig,
-    SchedulerConfiguration,
-)
+from kubesched.config.errors import ConfigParseError
+from kubesched.config.profiles import LIVE_DEFAULT_PROFILE, ConfigError, LeaderElectionConfig, SchedulerConfiguration
+from kubesched.errors import CLIError, FieldError
 from kubesched.framework.interfaces import Handle
 from kubesched.plugins.pod_topology_spread import DEFAULT_SELECTOR_SERVICE
 from kubesched.scheduler.engine.queue import ManualClock
 from kubesched.scheduler.engine.scheduler import Placement, Scheduler
 from kubesched.scheduler.memory import MemoryCluster, run_until_settled
-from kubesched.scheduler.profiles.manager import Built, build_default, build_from_file
+from kubesched.scheduler.profiles.manager import Built, Loaded, read
 from kubesched.scheduler.run import LiveOptions, serve
 
 log = logging.getLogger("kubesched.scheduler")
@@ -160,19 +154,22 @@ def config_problem(err: ConfigParseError, path: Path | None) -> CLIError:
     return CLIError(f"{where}invalid scheduler configuration ({len(err.errors)} problem(s)):\n{lines}")
 
 
+def read_config(path: Path | None, live: bool = False) -> Loaded:
+    """Read --config (else the default configuration) and load its plugins: done once at start-up.
+
+    Live, a configuration that names no profile gets one `kubesched` profile (kube-scheduler serves
+    default-scheduler). ConfigError when the file cannot be read at all; other problems ride in `errors`."""
+    return read(path, default_profile=LIVE_DEFAULT_PROFILE if live else None)
+
+
 def builder(
-    path: Path | None, live: bool = False, args: argparse.Namespace | None = None
+    path: Path | None, live: bool = False, args: argparse.Namespace | None = None, loaded: Loaded | None = None
 ) -> Callable[[Callable[[str], Handle]], Built]:
-    """How to build the configuration: from --config, else the default profile. Live, a configuration
-    that names no profile gets one `kubesched` profile (kube-scheduler serves default-scheduler)."""
-    profile = LIVE_DEFAULT_PROFILE if live else None
+    """How to build the configuration: from ``loaded`` (read once at start-up), else by reading --config
+    again (a reload); the leader-election flags are laid over it."""
 
     def build(make_handle: Callable[[str], Handle]) -> Built:
-        if path is not None:
-            built = build_from_file(path, make_handle, default_profile=profile)
-        else:
-            config = SchedulerConfiguration(profiles=(ProfileConfig(profile),)) if profile else None
-            built = build_default(make_handle, config)
+        built = (loaded or read_config(path, live)).build(make_handle)
         if args is not None:
             le = leader_election(args, built.config.leader_election)
             built = dataclasses.replace(built, config=dataclasses.replace(built.config, leader_election=le))
@@ -202,17 +199,18 @@ def run_scheduler(args: argparse.Namespace) -> int:
     args.gates = feature_gates(args.feature_gates)
     if args.config is not None and not args.config.is_file():
         raise CLIError(f"--config: no such file {args.config}")
-    # Check the whole configuration before anything starts: every problem at once, exit 2.
+    # Read once; check the whole configuration before anything starts: every problem at once, exit 2.
     try:
-        builder(args.config, live=args.cluster is None, args=args)(Handle)
+        loaded = read_config(args.config, live=args.cluster is None)
+        checked = builder(args.config, args.cluster is None, args, loaded)(Handle).config
     except ConfigError as err:
         raise config_problem(err, args.config) from None
     if args.cluster is not None:
         if args.kubeconfig or args.in_cluster:
             raise CLIError("--cluster schedules in memory; it excludes --kubeconfig and --in-cluster")
-        return run_in_memory(args)
+        return run_in_memory(args, loaded)
     logs.setup(args.log_level, args.log_format, args.v)
-    return run_live(args)
+    return run_live(args, loaded, checked)
 
 
 def _listen(args: argparse.Namespace) -> tuple[str, int]:
@@ -231,19 +229,27 @@ def _listen(args: argparse.Namespace) -> tuple[str, int]:
     return host.strip("[]") or "0.0.0.0", int(port)
 
 
-def run_live(args: argparse.Namespace) -> int:
+def run_live(args: argparse.Namespace, loaded: Loaded, config: SchedulerConfiguration) -> int:
+    """``loaded``: the configuration read at start-up; ``config``: it checked, with the flags laid over it."""
     host, port = _listen(args)
-    build = builder(args.config, live=True, args=args)
     kubeconfig = args.kubeconfig
     if not kubeconfig and not args.in_cluster:
         # As kube-scheduler: clientConnection.kubeconfig of the file, else $KUBECONFIG, else in-cluster.
-        kubeconfig = build(Handle).config.kubeconfig or None
+        kubeconfig = config.kubeconfig or None
     try:
         conn = connect(None if args.in_cluster else kubeconfig, args.context)
     except (KubeConfigError, OSError) as err:
         raise CLIError(str(err)) from None
     options = LiveOptions(
-        conn, build, args.config, host, port, args.reload_interval, batching=args.gates["OpportunisticBatching"]
+        conn,
+        builder(args.config, True, args, loaded),
+        args.config,
+        host,
+        port,
+        args.reload_interval,
+        batching=args.gates["OpportunisticBatching"],
+        config=config,
+        reload=builder(args.config, True, args),
     )
     try:
         import uvloop
@@ -253,7 +259,7 @@ def run_live(args: argparse.Namespace) -> int:
         return asyncio.run(serve(options))
 
 
-def run_in_memory(args: argparse.Namespace) -> int:
+def run_in_memory(args: argparse.Namespace, loaded: Loaded) -> int:
     logging.basicConfig(level=logging.WARNING, format="kubesched: %(levelname)s: %(message)s")
     try:
         objects = read_cluster(args.cluster)
@@ -266,7 +272,7 @@ def run_in_memory(args: argparse.Namespace) -> int:
         scheduler = Scheduler(
             ClusterCache(),
             cluster,
-            builder(args.config),
+            loaded.build,
             clock=clock,
             batching=args.gates["OpportunisticBatching"],
             # The file's Services, ReplicaSets… give PodTopologySpread's default constraints their selector.

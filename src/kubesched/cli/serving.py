@@ -10,8 +10,8 @@ import signal
 from collections.abc import Coroutine, Iterable
 from typing import Any
 
-from kubesched.cli.errors import CLIError
 from kubesched.cluster.kubeclient import CredentialError, KubeClient
+from kubesched.errors import CLIError
 from kubesched.http.server import Limits
 
 log = logging.getLogger("kubesched")

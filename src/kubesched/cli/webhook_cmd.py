@@ -9,12 +9,12 @@ import ssl
 from pathlib import Path
 
 from kubesched.cli import logs, serving
-from kubesched.cli.errors import CLIError
 from kubesched.cli.serving import parse_listen, wait_for_stop_signal
 from kubesched.cluster.cache import ClusterCache
 from kubesched.cluster.files import ClusterFileError, read_objects
 from kubesched.cluster.kubeclient import KubeClient, KubeConfigError, connect
 from kubesched.cluster.source import KubeSource
+from kubesched.errors import CLIError
 from kubesched.http.server import HTTPServer, server_ssl_context
 from kubesched.webhook import rules_file as webhook_config
 from kubesched.webhook.app import DEFAULT_MAX_BODY, WebhookRoutes

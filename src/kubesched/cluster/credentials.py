@@ -34,6 +34,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from kubesched.errors import ClusterError
+
 log = logging.getLogger("kubesched.credentials")
 
 TOKEN_FILE_PERIOD = 60.0  # client-go re-reads a token file once a minute
@@ -41,7 +43,7 @@ PLUGIN_TIMEOUT = 60.0
 EXEC_VERSIONS = ("client.authentication.k8s.io/v1", "client.authentication.k8s.io/v1beta1")
 
 
-class CredentialError(OSError):
+class CredentialError(ClusterError, OSError):
     """No credential could be obtained (a failing exec plugin, an unreadable token file); the message says why."""
 
 

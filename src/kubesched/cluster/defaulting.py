@@ -17,6 +17,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from kubesched.errors import InputError
+
 DEFAULT_SCHEDULER = "default-scheduler"
 DEFAULT_TOLERATION_SECONDS = 300
 NOT_READY = "node.kubernetes.io/not-ready"
@@ -38,7 +40,7 @@ SYSTEM_CLASSES = (
 )
 
 
-class DefaultingError(ValueError):
+class DefaultingError(InputError):
     """A pod the API server would refuse; the message says why as the server does."""
 
 

@@ -14,9 +14,10 @@ from kubesched.api.policy_v1 import PodDisruptionBudget
 from kubesched.cluster.cache import ClusterCache
 from kubesched.cluster.defaulting import DefaultingError, PriorityClass, default_pod, priority_classes
 from kubesched.cluster.workloads import Workloads
+from kubesched.errors import ConfigurationError
 
 
-class ClusterFileError(ValueError):
+class ClusterFileError(ConfigurationError):
     """A cluster file that cannot be read; the message names the file and the item."""
 
 

@@ -31,6 +31,8 @@ from collections.abc import Callable
 from typing import Protocol
 from urllib.parse import urlsplit
 
+from kubesched.errors import TransportError
+
 IDEMPOTENT = frozenset({"GET", "HEAD", "OPTIONS", "PUT", "DELETE"})
 
 
@@ -43,10 +45,6 @@ class Auth(Protocol):
     def header(self) -> str | None: ...
 
     async def refresh(self, rejected: str | None = None) -> str: ...
-
-
-class TransportError(OSError):
-    """The API server could not be reached or did not answer; nothing is known to have been applied."""
 
 
 class AnswerLost(TransportError):

@@ -20,8 +20,9 @@ import httpx
 import msgspec
 
 from kubesched.cluster.credentials import CredentialError, Credentials
-from kubesched.cluster.http1 import IDEMPOTENT, AnswerLost, Fenced, Pool, TransportError
+from kubesched.cluster.http1 import IDEMPOTENT, AnswerLost, Fenced, Pool
 from kubesched.cluster.kubeconfig import Connection, KubeConfigError, connect, from_kubeconfig, in_cluster
+from kubesched.errors import ClusterError, TransportError
 
 # How long a retired watch client lives: a watch's longest life (the server ends it after at most 20 s)
 # plus its silence margin, with room to spare.
@@ -42,7 +43,7 @@ __all__ = [
 ]
 
 
-class APIError(Exception):
+class APIError(ClusterError):
     """A non-2xx answer of the API server."""
 
     def __init__(self, status: int, message: str, reason: str = "") -> None:

@@ -26,12 +26,13 @@ from typing import Any
 import yaml
 
 from kubesched.cluster.credentials import TLS, CredentialError, Credentials, b64, exec_config
+from kubesched.errors import ConfigurationError
 
 SERVICE_ACCOUNT_DIR = Path("/var/run/secrets/kubernetes.io/serviceaccount")
 EXEC_EXTENSION = "client.authentication.k8s.io/exec"
 
 
-class KubeConfigError(ValueError):
+class KubeConfigError(ConfigurationError):
     """A kubeconfig that cannot be used; the message names the file and field."""
 
 

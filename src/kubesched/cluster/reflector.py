@@ -24,6 +24,7 @@ from typing import Generic, TypeVar
 import msgspec
 
 from kubesched.cluster.kubeclient import APIError, CredentialError, KubeClient
+from kubesched.errors import ClusterError
 
 T = TypeVar("T")
 log = logging.getLogger("kubesched.reflector")
@@ -58,7 +59,7 @@ SILENCE_MARGIN = 5.0  # a watch silent for its timeoutSeconds plus this is dead
 MAX_BACKOFF = 8.0
 
 
-class Gone(Exception):
+class Gone(ClusterError):
     """The watch's resourceVersion is too old (410): relist."""
 
 

@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 import yaml
 
 from kubesched.config.duration import Duration
-from kubesched.config.errors import ConfigParseError, FieldError, child, index
+from kubesched.config.errors import ConfigParseError
 from kubesched.config.model import (
     API_VERSION,
     KIND,
@@ -30,6 +30,7 @@ from kubesched.config.model import (
     SchedulerConfig,
     TLSConfig,
 )
+from kubesched.errors import FieldError, child, index
 
 DOCUMENT = "<document>"
 _Check = Callable[[object], str | None]

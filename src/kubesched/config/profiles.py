@@ -5,40 +5,26 @@ kube-scheduler's validation), then the parts only a scheduler needs: each profil
 extension point and `multiPoint`, `enabled` with weights and `disabled`, `*` for all) and
 `pluginConfig`. One kubesched key is added at the top: `pluginModules`, plugin classes to load from
 `pkg.mod:Class` or `path/to/file.py:Class`. Every problem is collected with its field path before
-anything is raised. Which plugin names exist is checked later, against the registry (pluginmanager).
+anything is raised. Which plugin names exist is checked later, when building (framework/build.py against
+the registry of scheduler/profiles/manager.py).
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from kubesched.config.duration import Duration
-from kubesched.config.errors import ConfigParseError, FieldError, child, index
+from kubesched.config.errors import ConfigParseError
 from kubesched.config.model import DEFAULT_SCHEDULER_NAME, Extender, LegacyPolicy, SchedulerConfig
 from kubesched.config.parse import DOCUMENT, load_text, read_document
 from kubesched.config.validation import validate
-from kubesched.framework.profile import PluginRef
+from kubesched.errors import FieldError, child, index
+from kubesched.framework.profile import ALL, EXTENSION_POINTS, MULTI_POINT, PluginRef, PluginSet, ProfileConfig
 
-# kube-scheduler's names for the extension points, as keys of `plugins`.
-EXTENSION_POINTS = (
-    "preEnqueue",
-    "queueSort",
-    "preFilter",
-    "filter",
-    "postFilter",
-    "preScore",
-    "score",
-    "reserve",
-    "permit",
-    "preBind",
-    "bind",
-    "postBind",
-)
-MULTI_POINT = "multiPoint"
-ALL = "*"
 # Our own lease, so we never take kube-scheduler's (kube-system/kube-scheduler).
 DEFAULT_LEASE_NAME = "kubesched-scheduler"
 DEFAULT_LEASE_NAMESPACE = "kube-system"
@@ -49,23 +35,6 @@ LIVE_DEFAULT_PROFILE = "kubesched"
 
 class ConfigError(ConfigParseError):
     """A configuration that cannot be used; `errors` has every problem with its field path."""
-
-
-@dataclass(frozen=True)
-class PluginSet:
-    """One extension point's `enabled` (in order, with weights) and `disabled` names."""
-
-    enabled: tuple[PluginRef, ...] = ()
-    disabled: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
-class ProfileConfig:
-    scheduler_name: str
-    plugins: Mapping[str, PluginSet] = field(default_factory=dict)
-    plugin_config: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
-    percentage_of_nodes_to_score: int | None = None
-    path: str = "profiles[0]"
 
 
 @dataclass(frozen=True)
@@ -108,8 +77,13 @@ def load_file(path: Path) -> SchedulerConfiguration:
     return config
 
 
-def read_file(path: Path) -> tuple[SchedulerConfiguration | None, list[FieldError]]:
-    """Best effort: the configuration (None if unreadable) and every problem found in it."""
+def read_file(
+    path: Path, *, default_profile: str | None = None
+) -> tuple[SchedulerConfiguration | None, list[FieldError]]:
+    """Best effort: the configuration (None if unreadable) and every problem found in it.
+
+    ``default_profile``: the scheduler name of the one profile when the file names none (else upstream's
+    default-scheduler)."""
     try:
         text = path.read_text()
     except OSError as err:
@@ -118,7 +92,15 @@ def read_file(path: Path) -> tuple[SchedulerConfiguration | None, list[FieldErro
         doc = load_text(text)
     except ConfigParseError as err:
         return None, list(err.errors)
-    return read(doc, base=path.parent)
+    config, errors = read(doc, base=path.parent)
+    if config is not None and default_profile and not config.profiles_named:
+        config = dataclasses.replace(config, profiles=(ProfileConfig(default_profile),))
+    return config, errors
+
+
+def default_configuration(profile: str | None = None) -> SchedulerConfiguration:
+    """The configuration used without a file: one profile, ``profile`` (else upstream's default-scheduler)."""
+    return SchedulerConfiguration(profiles=(ProfileConfig(profile),)) if profile else SchedulerConfiguration()
 
 
 def parse(doc: object, base: Path | None = None) -> SchedulerConfiguration:

@@ -11,8 +11,8 @@ import re
 from collections.abc import Sequence
 from urllib.parse import urlsplit
 
-from kubesched.config.errors import FieldError, child, index
 from kubesched.config.model import Extender, LegacyPolicy, SchedulerConfig
+from kubesched.errors import FieldError, child, index
 
 OURS = " (kubesched check; kube-scheduler itself accepts this)"
 _QUALIFIED_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")

@@ -13,6 +13,8 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
+from kubesched.errors import InputError
+
 MAX_INT64 = 2**63 - 1
 # What the scheduling tables count at most per node or pod and resource: 2**53 (8 PiB of memory,
 # 9 * 10**12 cores). Sums of a thousand such pods and the scores' "* 100" stay inside int64, and
@@ -30,7 +32,7 @@ _PATTERN = re.compile(r"([+-]?)([0-9]*)(?:\.([0-9]*))?(?:[eE]([+-]?)([0-9]+)|(Ki
 _LOG10_2 = 0.30103
 
 
-class QuantityError(ValueError):
+class QuantityError(InputError):
     """A string that is not a Kubernetes quantity."""
 
 

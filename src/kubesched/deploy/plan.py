@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from kubesched.config.model import ManagedResource
+from kubesched.errors import ConfigurationError, FieldError
 
 DEFAULT_NAMESPACE = "kubesched"
 DEFAULT_IMAGE = "kubesched:0.1.0"
@@ -32,12 +33,12 @@ _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9
 _CONFIGMAP_KEY = re.compile(r"^[-._a-zA-Z0-9]+$")
 
 
-class DeployError(ValueError):
+class DeployError(ConfigurationError):
     """A plan that cannot be rendered; `problems` are `(field, message)` pairs, field as in the dataclasses."""
 
     def __init__(self, problems: list[tuple[str, str]]) -> None:
         self.problems = problems
-        super().__init__("\n".join(f"{f}: {m}" for f, m in problems))
+        super().__init__("", [FieldError(f, m) for f, m in problems])
 
 
 @dataclass(frozen=True)

@@ -25,6 +25,7 @@ from kubesched.cluster.ledger import Ledger
 from kubesched.core.nodetable import NodeTable, Rows, table_of
 from kubesched.core.podinfo import PodInfo, compile_pod
 from kubesched.core.quantity import QuantityError
+from kubesched.errors import InputError, KubeschedError
 from kubesched.extender.binding import BindingWriter
 from kubesched.extender.replies import filter_reply, priorities_reply, quote_all
 from kubesched.framework.interfaces import CycleState, NodeBatch
@@ -45,11 +46,11 @@ def _bind_result(error: str) -> bytes:
     return _encoder.encode(wire.ExtenderBindingResult(error))
 
 
-class BadRequest(ValueError):
+class BadRequest(InputError):
     """The request cannot be served as sent (answered with HTTP 400 and this message)."""
 
 
-class NotReady(RuntimeError):
+class NotReady(KubeschedError, RuntimeError):
     """The node cache has not synced yet (answered with HTTP 503 and this message)."""
 
 

@@ -18,6 +18,7 @@ from kubesched.api.node_fields import NodeFields
 from kubesched.api.policy_v1 import PodDisruptionBudget
 from kubesched.core.nodetable import IntColumn, NodeTable, Rows
 from kubesched.core.podinfo import PodInfo
+from kubesched.errors import ClusterError
 from kubesched.framework.status import SUCCESS, Code, Status, Verdicts
 
 MAX_NODE_SCORE = 100
@@ -121,7 +122,7 @@ class ClusterAPI(Protocol):
         """Labels of a namespace (for namespaceSelector terms), None when unknown."""
 
 
-class ClusterAPIError(Exception):
+class ClusterAPIError(ClusterError):
     """A cluster call failed; the message says what and why."""
 
 

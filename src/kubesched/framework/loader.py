@@ -11,8 +11,10 @@ import importlib.util
 import sys
 from pathlib import Path
 
+from kubesched.errors import PluginError
 
-class LoadError(ValueError):
+
+class LoadError(PluginError, ValueError):
     """The object cannot be loaded; the message says what was tried and why it failed."""
 
 

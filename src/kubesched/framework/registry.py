@@ -6,6 +6,7 @@ import difflib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
+from kubesched.errors import PluginError
 from kubesched.framework.interfaces import Plugin
 
 
@@ -17,7 +18,7 @@ def did_you_mean(name: str, known: Iterable[str]) -> str:
     return f"; did you mean {close[0]!r}?" if close else ""
 
 
-class RegistryError(ValueError):
+class RegistryError(PluginError, ValueError):
     """A plugin name registered twice, or a class that is not a plugin."""
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import random
-from collections.abc import Hashable
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -14,6 +14,7 @@ from kubesched.api.node_fields import NodeFields
 from kubesched.core.nodetable import IntColumn, NodeTable, Rows
 from kubesched.core.podinfo import PodInfo
 from kubesched.core.quantity import QuantityError
+from kubesched.errors import PluginError
 from kubesched.framework.diagnosis import Diagnosis
 from kubesched.framework.interfaces import (
     MAX_NODE_SCORE,
@@ -24,6 +25,7 @@ from kubesched.framework.interfaces import (
     Handle,
     NodeBatch,
     PermitPlugin,
+    Plugin,
     PostBindPlugin,
     PostFilterPlugin,
     PreBindPlugin,
@@ -65,7 +67,7 @@ ERROR_MESSAGES = {
 }
 
 
-class FrameworkError(RuntimeError):
+class FrameworkError(PluginError, RuntimeError):
     """A plugin failed with an Error status (not a rejection): the attempt fails.
 
     ``point`` is the extension point; ``raised`` the exception when the plugin raised one (its traceback
@@ -100,28 +102,51 @@ class FilterOutcome:
 
 
 class Framework:
-    """A profile's plugins, sorted by extension point, in profile order."""
+    """A profile's plugins at each extension point, in the order they run there.
 
-    def __init__(self, spec: ProfileSpec, built: list[BuiltPlugin]) -> None:
+    Built from the ordered per-point lists (framework/build.py expands a configured profile into them);
+    `Framework.build` puts every plugin of a flat `ProfileSpec` at each point it implements.
+    ``plugins`` is every plugin once, in profile order (default: in order of first appearance).
+    """
+
+    def __init__(
+        self,
+        spec: ProfileSpec,
+        *,
+        pre_enqueue: Sequence[PreEnqueuePlugin] = (),
+        queue_sort: Sequence[QueueSortPlugin] = (),
+        pre_filter: Sequence[PreFilterPlugin] = (),
+        filter: Sequence[FilterPlugin] = (),
+        post_filter: Sequence[PostFilterPlugin] = (),
+        pre_score: Sequence[PreScorePlugin] = (),
+        score: Sequence[tuple[ScorePlugin, int]] = (),
+        reserve: Sequence[ReservePlugin] = (),
+        permit: Sequence[PermitPlugin] = (),
+        pre_bind: Sequence[PreBindPlugin] = (),
+        bind: Sequence[BindPlugin] = (),
+        post_bind: Sequence[PostBindPlugin] = (),
+        plugins: Sequence[Plugin] | None = None,
+    ) -> None:
         self.spec = spec
-        plugins = [b.plugin for b in built]
-        self.plugins = plugins
-        self.pre_enqueue = [p for p in plugins if isinstance(p, PreEnqueuePlugin)]
-        self.queue_sort = [p for p in plugins if isinstance(p, QueueSortPlugin)]
-        self.pre_filter = [p for p in plugins if isinstance(p, PreFilterPlugin)]
-        self.filter = [p for p in plugins if isinstance(p, FilterPlugin)]
-        self.post_filter = [p for p in plugins if isinstance(p, PostFilterPlugin)]
-        self.pre_score = [p for p in plugins if isinstance(p, PreScorePlugin)]
-        self.score = [(b.plugin, b.weight) for b in built if isinstance(b.plugin, ScorePlugin)]
-        self.reserve = [p for p in plugins if isinstance(p, ReservePlugin)]
-        self.permit = [p for p in plugins if isinstance(p, PermitPlugin)]
-        self.pre_bind = [p for p in plugins if isinstance(p, PreBindPlugin)]
-        self.bind = [p for p in plugins if isinstance(p, BindPlugin)]
-        self.post_bind = [p for p in plugins if isinstance(p, PostBindPlugin)]
-        self.arranged()
-
-    def arranged(self) -> None:
-        """Derive what follows from the extension points' lists; call again after changing them."""
+        self.pre_enqueue = list(pre_enqueue)
+        self.queue_sort = list(queue_sort)
+        self.pre_filter = list(pre_filter)
+        self.filter = list(filter)
+        self.post_filter = list(post_filter)
+        self.pre_score = list(pre_score)
+        self.score = list(score)
+        self.reserve = list(reserve)
+        self.permit = list(permit)
+        self.pre_bind = list(pre_bind)
+        self.bind = list(bind)
+        self.post_bind = list(post_bind)
+        if plugins is None:
+            every: list[Plugin] = [*self.pre_enqueue, *self.queue_sort, *self.pre_filter, *self.filter]
+            every += [*self.post_filter, *self.pre_score, *(p for p, _ in self.score), *self.reserve]
+            every += [*self.permit, *self.pre_bind, *self.bind, *self.post_bind]
+            plugins = list(dict.fromkeys(every))
+        self.plugins = list(plugins)
+        # What follows is derived once from the lists above (they are not changed afterwards).
         self._stages = _stages(self.filter)
         self._stage_names = {
             stage: frozenset(p.name for p in stage) for stage in self._stages if isinstance(stage, tuple)
@@ -141,9 +166,30 @@ class Framework:
         self._dynamic_signers = [p for p in signers if not p.signs_statically()]
 
     @classmethod
+    def of(cls, spec: ProfileSpec, built: Sequence[BuiltPlugin]) -> Framework:
+        """Every plugin at each extension point it implements, in profile order."""
+        plugins = [b.plugin for b in built]
+        return cls(
+            spec,
+            pre_enqueue=[p for p in plugins if isinstance(p, PreEnqueuePlugin)],
+            queue_sort=[p for p in plugins if isinstance(p, QueueSortPlugin)],
+            pre_filter=[p for p in plugins if isinstance(p, PreFilterPlugin)],
+            filter=[p for p in plugins if isinstance(p, FilterPlugin)],
+            post_filter=[p for p in plugins if isinstance(p, PostFilterPlugin)],
+            pre_score=[p for p in plugins if isinstance(p, PreScorePlugin)],
+            score=[(b.plugin, b.weight) for b in built if isinstance(b.plugin, ScorePlugin)],
+            reserve=[p for p in plugins if isinstance(p, ReservePlugin)],
+            permit=[p for p in plugins if isinstance(p, PermitPlugin)],
+            pre_bind=[p for p in plugins if isinstance(p, PreBindPlugin)],
+            bind=[p for p in plugins if isinstance(p, BindPlugin)],
+            post_bind=[p for p in plugins if isinstance(p, PostBindPlugin)],
+            plugins=plugins,
+        )
+
+    @classmethod
     def build(cls, spec: ProfileSpec, registry: Registry, handle: Handle | None = None, path: str = "") -> Framework:
-        """Validate the profile and build its plugins; raises ProfileError with every problem."""
-        return cls(spec, instantiate(spec, registry, handle, path))
+        """Validate a flat profile and build its plugins (`of`); raises ProfileError with every problem."""
+        return cls.of(spec, instantiate(spec, registry, handle, path))
 
     def node_fields(self) -> NodeFields | None:
         """The Node fields the node-reading plugins need together (None: the whole partial Node)."""
@@ -491,7 +537,7 @@ def _signature(pod: PodInfo, signers: list[SignPlugin]) -> Hashable | None:
     return tuple(fragments)
 
 
-class _PluginRaised(Exception):
+class _PluginRaised(PluginError):
     """Which plugin raised what (carried out of a helper that has no pod to log)."""
 
     def __init__(self, plugin: object, err: Exception) -> None:

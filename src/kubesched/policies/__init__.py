@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from kubesched.errors import PluginError
 from kubesched.framework.loader import LoadError, load_object
 from kubesched.framework.policy import Policy
 from kubesched.framework.registry import Registry
@@ -16,7 +17,7 @@ def builtin() -> dict[str, Callable[[], Policy]]:
     return {"custom-label": custom_label.policy}
 
 
-class PolicyError(ValueError):
+class PolicyError(PluginError, ValueError):
     """A policy spec that names nothing loadable; the message says what was tried."""
 
 

@@ -27,7 +27,7 @@ from kubesched.cluster.kubeclient import Connection, CredentialError, KubeClient
 from kubesched.cluster.reflector import Handlers, Reflector
 from kubesched.cluster.source import ACTIVE_PODS
 from kubesched.cluster.workloads import Workloads
-from kubesched.config.profiles import ConfigError
+from kubesched.config.profiles import ConfigError, SchedulerConfiguration
 from kubesched.framework.interfaces import Handle
 from kubesched.http.server import HTTPServer
 from kubesched.plugins.pod_topology_spread import DEFAULT_SELECTOR_SERVICE
@@ -60,6 +60,10 @@ class LiveOptions:
     reload_interval: float = 2.0
     identity: str | None = None
     batching: bool = True  # the OpportunisticBatching feature gate
+    # The configuration read at start-up (its client settings and leader election), and how a reload of
+    # config_path builds (reads the file again); ``build`` builds the one read at start-up.
+    config: SchedulerConfiguration | None = None
+    reload: Callable[[Callable[[str], Handle]], Built] | None = None
 
 
 def reflectors(
@@ -159,9 +163,10 @@ async def serve(options: LiveOptions) -> int:
         return 1
     log.info("authenticated to %s as %s", options.connection.server, user or "(not checked: server not reachable)")
     cache = ClusterCache()
-    first = options.build(Handle)  # only to read client settings; the scheduler builds its own
+    # Client settings, as read at start-up (without them, from a build of its own); the scheduler builds the profiles.
+    config = options.config or options.build(Handle).config
     identity = options.identity or default_identity()  # the Lease holder's, and the events' reporting instance
-    election = first.config.leader_election
+    election = config.leader_election
     elector: LeaderElector | None = None
     lease_client: KubeClient | None = None
     if election.leader_elect:
@@ -172,8 +177,8 @@ async def serve(options: LiveOptions) -> int:
         elector = LeaderElector(lease_client, election, identity)
     backend = APIServerWriter(
         client,
-        qps=first.config.qps,
-        burst=first.config.burst,
+        qps=config.qps,
+        burst=config.burst,
         identity=identity,
         gate=elector.may_act if elector is not None else None,
     )
@@ -204,7 +209,7 @@ async def serve(options: LiveOptions) -> int:
 
         def build() -> Built:
             try:
-                return options.build(scheduler.make_handle)
+                return (options.reload or options.build)(scheduler.make_handle)
             except ConfigError:
                 scheduler.metrics.reloads.labels("refused").inc()
                 raise

@@ -17,12 +17,14 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from kubesched.errors import HarnessError
+
 KUBERNETES_VERSION = "1.35.4"
 ETCD_VERSION = "3.6.16"
 BINARIES = ("kube-apiserver", "kube-scheduler", "etcd")
 
 
-class BuildError(RuntimeError):
+class BuildError(HarnessError):
     """The control-plane binaries could not be built."""
 
 

@@ -27,6 +27,7 @@ import httpx
 
 from kubesched import pki
 from kubesched.config.yamlout import dump_yaml
+from kubesched.errors import HarnessError
 from kubesched.testing import build
 from kubesched.testing.kubeconfig import ssl_context, write_kubeconfig
 from kubesched.testing.nodes import node_manifest, node_status
@@ -47,7 +48,7 @@ TOKEN_ADMIN = "kubesched-token-admin"  # the user of ControlPlane.admin_token
 SCHEDULER_IDENTITY = "system:kube-scheduler"
 
 
-class ApiError(RuntimeError):
+class ApiError(HarnessError):
     """A non-2xx answer from the apiserver."""
 
     def __init__(self, method: str, path: str, status: int, body: Any):

@@ -22,6 +22,8 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
+from kubesched.errors import HarnessError
+
 STOP_GRACE_SECONDS = 10.0
 _PR_SET_PDEATHSIG = 1
 
@@ -29,7 +31,7 @@ _PR_SET_PDEATHSIG = 1
 _LIVE: dict[int, ManagedProcess] = {}
 
 
-class ProcessError(RuntimeError):
+class ProcessError(HarnessError):
     """A control-plane process exited early or did not become ready in time."""
 
 

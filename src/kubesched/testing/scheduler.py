@@ -10,13 +10,14 @@ from typing import Any
 import httpx
 import yaml
 
+from kubesched.errors import ConfigurationError
 from kubesched.testing.process import ManagedProcess, free_port, start_ready, wait_until
 
 API_VERSION = "kubescheduler.config.k8s.io/v1"
 KIND = "KubeSchedulerConfiguration"
 
 
-class SchedulerConfigError(ValueError):
+class SchedulerConfigError(ConfigurationError):
     """A KubeSchedulerConfiguration that cannot be used (missing file, bad YAML, wrong kind)."""
 
 

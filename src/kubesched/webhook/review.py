@@ -15,6 +15,7 @@ import msgspec
 
 from kubesched.api.core import Pod
 from kubesched.api.nesting import deeper_than, too_deep
+from kubesched.errors import InputError
 
 API_VERSION = "admission.k8s.io/v1"
 # Rules, the patch and copies walk the pod recursively: a hostile object nested thousands deep would
@@ -23,7 +24,7 @@ MAX_OBJECT_DEPTH = 100
 KIND = "AdmissionReview"
 
 
-class BadReview(ValueError):
+class BadReview(InputError):
     """The body is not an AdmissionReview this webhook can answer (HTTP 400 with this message)."""
 
 

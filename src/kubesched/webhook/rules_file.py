@@ -14,6 +14,7 @@ import yaml
 
 from kubesched.cluster.cache import ClusterCache
 from kubesched.core.nodeaffinity import is_label_value, is_qualified_name
+from kubesched.errors import ConfigurationError
 from kubesched.framework.loader import LoadError, load_object
 from kubesched.framework.registry import did_you_mean
 from kubesched.webhook.feasibility import Feasibility, FeasibilityChecker
@@ -29,7 +30,7 @@ TOLERATION_OPERATORS = ("", "Equal", "Exists")
 TAINT_EFFECTS = ("", "NoSchedule", "PreferNoSchedule", "NoExecute")
 
 
-class WebhookConfigError(ValueError):
+class WebhookConfigError(ConfigurationError):
     """Every problem of a config file, each naming its field path."""
 
     def __init__(self, source: str, problems: list[str]) -> None:

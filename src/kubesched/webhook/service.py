@@ -6,6 +6,7 @@ import copy
 import inspect
 import logging
 
+from kubesched.errors import PluginError
 from kubesched.webhook.jsonpatch import diff
 from kubesched.webhook.metrics import WebhookMetrics
 from kubesched.webhook.review import AdmissionRequest, decode, is_pod, pod_object, reply
@@ -15,7 +16,7 @@ from kubesched.webhook.rules_file import WebhookConfig
 log = logging.getLogger("kubesched.webhook")
 
 
-class RuleFailed(RuntimeError):
+class RuleFailed(PluginError, RuntimeError):
     """A rule raised or answered nonsense: the request cannot be judged (HTTP 500, failurePolicy applies)."""
 
 

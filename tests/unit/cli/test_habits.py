@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from kubesched.cli import scheduler_cmd
-from kubesched.cli.errors import CLIError
 from kubesched.cli.main import build_parser, main
 from kubesched.config.profiles import ConfigError, LeaderElectionConfig
+from kubesched.errors import CLIError
 from kubesched.framework.interfaces import Handle
 
 ROOT = Path(__file__).resolve().parents[3]

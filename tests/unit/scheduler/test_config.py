@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 import yaml
 
-from kubesched.config.profiles import ConfigError, LeaderElectionConfig, PluginSet, load_file, parse
-from kubesched.framework.profile import PluginRef
+from kubesched.config.profiles import ConfigError, LeaderElectionConfig, load_file, parse
+from kubesched.framework.profile import PluginRef, PluginSet
 
 HEAD = {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration"}
 

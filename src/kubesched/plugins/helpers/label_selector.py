@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from kubesched.api import core
 from kubesched.api import policy_v1 as policy
 from kubesched.core.nodeaffinity import is_label_value, is_qualified_name
+from kubesched.errors import InputError
 
 EQUALS, IN, NOT_IN, EXISTS, DOES_NOT_EXIST = "Equals", "In", "NotIn", "Exists", "DoesNotExist"
 _OPERATORS = (IN, NOT_IN, EXISTS, DOES_NOT_EXIST)
@@ -19,7 +20,7 @@ _OPERATORS = (IN, NOT_IN, EXISTS, DOES_NOT_EXIST)
 AnySelector = core.LabelSelector | policy.LabelSelector
 
 
-class SelectorError(ValueError):
+class SelectorError(InputError):
     """A selector that does not parse; the message is the reason."""
 
 

@@ -20,13 +20,13 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from kubesched.core.podinfo import PodInfo
+from kubesched.framework.build import Profile
 from kubesched.framework.interfaces import AlreadyAssignedError, BindingUnknownError, ClusterAPIError
 from kubesched.framework.runtime import plugin_error
 from kubesched.framework.status import SUCCESS, Code, Status
 from kubesched.plugins.default_binder import DefaultBinder
 from kubesched.scheduler.engine.cycle import Outcome
 from kubesched.scheduler.engine.writer import ClusterWriter
-from kubesched.scheduler.profiles.manager import Profile
 from kubesched.scheduler.remote.extenders import ExtenderError, ExtenderSet
 
 

@@ -25,13 +25,13 @@ import numpy as np
 from kubesched.cluster.cache import ClusterCache
 from kubesched.core.nodetable import NodeTable, Rows
 from kubesched.core.podinfo import PodInfo
+from kubesched.framework.build import Profile
 from kubesched.framework.diagnosis import Diagnosis
 from kubesched.framework.interfaces import CycleState, NodeBatch, PostFilterPlugin
 from kubesched.framework.runtime import Framework, FrameworkError, plugin_error, select_host
 from kubesched.framework.status import SUCCESS, Code, Status
 from kubesched.scheduler.engine.batch import OpportunisticBatch
 from kubesched.scheduler.engine.nominator import Nominator
-from kubesched.scheduler.profiles.manager import Profile
 from kubesched.scheduler.remote.extenders import ExtenderError, ExtenderSet
 
 log = logging.getLogger("kubesched.scheduler")

@@ -28,6 +28,7 @@ from kubesched.api.core import Node, Pod
 from kubesched.cluster.cache import ClusterCache
 from kubesched.config.model import DEFAULT_SCHEDULER_NAME
 from kubesched.core.podinfo import PodInfo
+from kubesched.framework.build import Profile
 from kubesched.framework.interfaces import (
     AlreadyAssignedError,
     BindingUnknownError,
@@ -46,7 +47,7 @@ from kubesched.scheduler.engine.unknown import DEFAULT_TTL as DEFAULT_UNKNOWN_TT
 from kubesched.scheduler.engine.unknown import Unknown, UnknownBindings
 from kubesched.scheduler.engine.writer import SCHEDULER_ERROR, UNSCHEDULABLE, ClusterWriter
 from kubesched.scheduler.metrics import SchedulerMetrics
-from kubesched.scheduler.profiles.manager import Built, Profile
+from kubesched.scheduler.profiles.manager import Built
 from kubesched.scheduler.remote.extenders import ExtenderSet, preempt_hook
 
 log = logging.getLogger("kubesched.scheduler")
@@ -84,7 +85,7 @@ class Placement:
 class Scheduler:
     """One scheduler over one cache, with the profiles of one configuration (swappable).
 
-    ``build`` turns a handle factory into a configuration (`pluginmanager.build_from_file`, `build_default`);
+    ``build`` turns a handle factory into a configuration (`Loaded.build` of profiles/manager.py, `build_default`);
     it may raise ConfigError. `apply` swaps in a later one built with `make_handle`.
     """
 

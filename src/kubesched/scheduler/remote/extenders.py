@@ -31,6 +31,7 @@ from kubesched.api.core import NodeList
 from kubesched.config.model import Extender
 from kubesched.core.nodetable import NodeTable, Rows
 from kubesched.core.podinfo import PodInfo
+from kubesched.errors import PluginError
 from kubesched.framework.status import Status
 
 log = logging.getLogger("kubesched.scheduler")
@@ -41,7 +42,7 @@ Candidates = Mapping[str, tuple[Sequence[PodInfo], int]]
 PodsOn = Callable[[str], Mapping[str, PodInfo]]
 
 
-class ExtenderError(Exception):
+class ExtenderError(PluginError):
     """A non-ignorable extender failed: the scheduling attempt fails with an error."""
 
 

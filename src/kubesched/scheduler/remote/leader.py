@@ -28,12 +28,13 @@ import msgspec
 
 from kubesched.cluster.kubeclient import APIError, KubeClient
 from kubesched.config.profiles import LeaderElectionConfig
+from kubesched.errors import ClusterError
 from kubesched.scheduler.remote.events import micro_time
 
 log = logging.getLogger("kubesched.leader")
 
 
-class LeadershipLost(Exception):
+class LeadershipLost(ClusterError):
     """The lease could not be renewed within renewDeadline."""
 
 
