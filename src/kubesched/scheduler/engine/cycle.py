@@ -433,12 +433,7 @@ class Cycle:
     def _fail(self, profile: Profile, out: Outcome, diagnosis: Diagnosis, total: int) -> None:
         """No feasible node: PostFilter (preemption), then kube-scheduler's FitError message."""
         pod, state = out.pod, out.state
-        plugins: set[str] = set()
-        for rej in diagnosis.rejections:
-            plugins.update([rej.plugin] if rej.plugin else [s.plugin for s in rej.statuses])
-        plugins.discard("")
-        if diagnosis.pre_filter is not None and diagnosis.pre_filter.plugin:
-            plugins.add(diagnosis.pre_filter.plugin)
+        plugins = diagnosis.plugins()
         if out.extender_rejected:
             plugins.add(EXTENDER)
         out.plugins = frozenset(plugins)
