@@ -18,6 +18,7 @@ from kubesched.api.node_fields import NodeFields
 from kubesched.api.policy_v1 import PodDisruptionBudget
 from kubesched.core.nodetable import IntColumn, NodeTable, Rows
 from kubesched.core.podinfo import PodInfo
+from kubesched.framework.diagnosis import Diagnosis
 from kubesched.framework.status import SUCCESS, Code, Status, Verdicts
 
 MAX_NODE_SCORE = 100
@@ -83,10 +84,30 @@ class NodeInfo:
 
 @dataclass(frozen=True)
 class PreFilterResult:
-    """PreFilter's answer: a status and, optionally, the only node names worth filtering."""
+    """PreFilter's answer: a status and, optionally, the only node names worth filtering.
+
+    A plugin gives ``status`` and ``node_names``; the framework's answer for the whole PreFilter point
+    (`Framework.run_pre_filter`) also says which plugins narrowed the nodes (``narrowed_by``, sorted).
+    """
 
     status: Status = SUCCESS
     node_names: frozenset[str] | None = None
+    narrowed_by: tuple[str, ...] = ()
+
+    def allows(self, name: str) -> bool:
+        return self.node_names is None or name in self.node_names
+
+    def narrow(self, table: NodeTable, rows: Rows, diagnosis: Diagnosis) -> Rows:
+        """The ``rows`` PreFilter left; the others are told apart in ``diagnosis`` by the absent status
+        (kube-scheduler's "node(s) didn't satisfy plugin(s) [...]")."""
+        allowed = self.node_names
+        if allowed is None:
+            return rows
+        names = table.names
+        keep = np.fromiter((names[r] in allowed for r in rows.tolist()), dtype=np.bool_, count=len(rows))
+        diagnosis.absent = Status.unresolvable(f"node(s) didn't satisfy plugin(s) [{' '.join(self.narrowed_by)}]")
+        kept: Rows = rows[keep]
+        return kept
 
 
 @dataclass
@@ -231,7 +252,7 @@ class NodeFilterPlugin(FilterPlugin):
 
 class PostFilterPlugin(Plugin):
     def post_filter(
-        self, state: CycleState, pod: PodInfo, table: NodeTable, diagnosis: Any
+        self, state: CycleState, pod: PodInfo, table: NodeTable, diagnosis: Diagnosis
     ) -> tuple[str | None, Status]:
         """Try to make the pod schedulable later; returns a nominated node name and a status."""
         raise NotImplementedError

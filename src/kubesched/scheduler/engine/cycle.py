@@ -26,11 +26,12 @@ from kubesched.cluster.cache import ClusterCache
 from kubesched.core.nodetable import NodeTable, Rows
 from kubesched.core.podinfo import PodInfo
 from kubesched.framework.diagnosis import Diagnosis
-from kubesched.framework.interfaces import CycleState, NodeBatch, PostFilterPlugin
+from kubesched.framework.interfaces import CycleState, NodeBatch, PostFilterPlugin, PreFilterResult
 from kubesched.framework.runtime import Framework, FrameworkError, plugin_error, select_host
 from kubesched.framework.status import SUCCESS, Code, Status
 from kubesched.scheduler.engine.batch import OpportunisticBatch
 from kubesched.scheduler.engine.nominator import Nominator
+from kubesched.scheduler.engine.queue import QueuedPod
 from kubesched.scheduler.profiles.manager import Profile
 from kubesched.scheduler.remote.extenders import ExtenderError, ExtenderSet
 
@@ -91,6 +92,10 @@ class Outcome:
     hinted: int | None = None
     failure: FrameworkError | None = None  # the plugin error that ended the attempt (for the metric)
     bind_error: Exception | None = None  # what the binding raised (AlreadyAssignedError, BindingUnknownError)
+    # Set by the scheduler for the binding's completion: the queue's entry (attempts, first queued) and
+    # when the attempt began (perf_counter), for the end-to-end latency it reports.
+    queued: QueuedPod | None = None
+    started: float = 0.0
 
     @property
     def error(self) -> bool:
@@ -247,10 +252,10 @@ class Cycle:
         record, clock = self.record, time.perf_counter
         with self._nominated_pods(table, pod, added) if len(self.nominator) else _NOTHING:
             began = clock()
-            status, allowed = fw.run_pre_filter(state, pod, table)
-            record(("PreFilter", status.code, profile.name), clock() - began)
-            if status.rejected:
-                diagnosis.pre_filter = status
+            pre = fw.run_pre_filter(state, pod, table)
+            record(("PreFilter", pre.status.code, profile.name), clock() - began)
+            if pre.status.rejected:
+                diagnosis.pre_filter = pre.status
                 return table.rows()[:0]
             signature: Hashable | None = None
             hinted: int | None = None
@@ -259,7 +264,7 @@ class Cycle:
                 hinted = batch.hint(fw, state, pod, table, signature, self.count)
             out.signature, out.hinted = signature, hinted
             if try_nominated:
-                nominated = self._try_nominated(fw, state, pod, table, allowed)
+                nominated = self._try_nominated(fw, state, pod, table, pre)
                 if nominated is not None and added:
                     nominated = self._second_pass(fw, pod, table, nominated, added, Diagnosis())
                 if nominated is not None and len(nominated):
@@ -268,13 +273,13 @@ class Cycle:
                     if batch is not None:
                         batch.store(signature, hinted, int(nominated[0]), table, self.count, None)
                     return int(nominated[0])
-            if hinted is not None and self._hint_passes(fw, state, pod, table, hinted, allowed, added):
+            if hinted is not None and self._hint_passes(fw, state, pod, table, hinted, pre, added):
                 out.evaluated = out.feasible = 1
                 if batch is not None:
                     batch.store(signature, hinted, hinted, table, self.count, None)
                 return hinted
             began = clock()
-            feasible = self._find(profile, state, pod, table, allowed, diagnosis)
+            feasible = self._find(profile, state, pod, table, pre, diagnosis)
             if added:
                 feasible = self._second_pass(fw, pod, table, feasible, added, diagnosis)
             record(("Filter", Code.SUCCESS, profile.name), clock() - began)  # over all nodes, as upstream
@@ -319,7 +324,7 @@ class Cycle:
                 table.remove_pod(row, other.uid)
         try:
             state = CycleState()
-            status, _ = fw.run_pre_filter(state, pod, table)
+            status = fw.run_pre_filter(state, pod, table).status
             if status.rejected:
                 passed = rows[:0]
                 diagnosis.add(rows[again], np.ones(int(again.sum()), dtype=np.int32), (status,))
@@ -341,30 +346,28 @@ class Cycle:
         pod: PodInfo,
         table: NodeTable,
         hinted: int,
-        allowed: frozenset[str] | None,
+        pre: PreFilterResult,
         added: dict[int, list[PodInfo]],
     ) -> bool:
         """Whether the batch's hinted node passes (and passes the second pass too, if it had nominated pods)."""
-        if not self._fits(fw, state, pod, table, hinted, allowed):
+        if not self._fits(fw, state, pod, table, hinted, pre):
             return False
         if hinted not in added:
             return True
         return bool(len(self._second_pass(fw, pod, table, np.array([hinted]), added, Diagnosis())))
 
     @staticmethod
-    def _fits(
-        fw: Framework, state: CycleState, pod: PodInfo, table: NodeTable, row: int, allowed: frozenset[str] | None
-    ) -> bool:
-        if allowed is not None and table.names[row] not in allowed:
+    def _fits(fw: Framework, state: CycleState, pod: PodInfo, table: NodeTable, row: int, pre: PreFilterResult) -> bool:
+        if not pre.allows(table.names[row]):
             return False
         return fw.passes(state, pod, table, row)
 
     def _try_nominated(
-        self, fw: Framework, state: CycleState, pod: PodInfo, table: NodeTable, allowed: frozenset[str] | None
+        self, fw: Framework, state: CycleState, pod: PodInfo, table: NodeTable, pre: PreFilterResult
     ) -> Rows | None:
         node = self.nominator.node_of(pod.uid) or pod.pod.status.nominated_node_name
         row = table.index.get(node) if node else None
-        if row is None or not self._fits(fw, state, pod, table, row, allowed):
+        if row is None or not self._fits(fw, state, pod, table, row, pre):
             return None
         return np.array([row], dtype=np.intp)
 
@@ -374,18 +377,14 @@ class Cycle:
         state: CycleState,
         pod: PodInfo,
         table: NodeTable,
-        allowed: frozenset[str] | None,
+        pre: PreFilterResult,
         diagnosis: Diagnosis,
     ) -> Rows:
         """Filter from the rotating start until enough nodes are feasible."""
         fw = profile.framework
         rows = table.ordered_rows()  # zones interleaved, as kube-scheduler lists its snapshot's nodes
         live = len(rows)
-        if allowed is not None:
-            names = table.names
-            rows = rows[np.fromiter((names[r] in allowed for r in rows.tolist()), dtype=np.bool_, count=len(rows))]
-            narrowed = state.get("#prefilter-narrowed-by", [])
-            diagnosis.absent = Status.unresolvable(f"node(s) didn't satisfy plugin(s) [{' '.join(narrowed)}]")
+        rows = pre.narrow(table, rows, diagnosis)
         n = len(rows)
         if n == 0:
             return rows

@@ -443,8 +443,7 @@ class Scheduler:
             self._plugin_failed(profile.name, out.failure)
         if out.node is not None:
             self.queue.done(pod.uid)
-            out.state["#queued"] = entry  # the binding's completion reports the e2e latency
-            out.state["#started"] = started
+            out.queued, out.started = entry, started  # the binding's completion reports the e2e latency
             self._binding[pod.uid] = entry
             self.binder.start(profile, out)
             return
@@ -489,8 +488,8 @@ class Scheduler:
         self.queue.recheck_gates()
 
     def _bound(self, out: Outcome, status: Status, _seconds: float) -> None:
-        pod, node, state = out.pod, out.node or "", out.state
-        entry: q.QueuedPod = state["#queued"]
+        pod, node, entry = out.pod, out.node or "", out.queued
+        assert entry is not None  # set before the binding cycle started
         profile = self.built.profiles.get(entry.profile)
         name = profile.name if profile else entry.profile
         if out.failure is not None:
@@ -522,14 +521,14 @@ class Scheduler:
             self._uncertain.add(pod, node, name, status.message, (out, entry))
             return
         still_pending = self._binding.pop(pod.uid, None) is not None
-        self.metrics.attempt("error", name, time.perf_counter() - state["#started"])
+        self.metrics.attempt("error", name, time.perf_counter() - out.started)
         fields = {"pod": pod.key, "node": node, "profile": name, "plugin": status.plugin}
         log.warning("binding %s to %s failed: %s", pod.key, node, status.message, extra=fields)
         self._binding_failed(profile, out, entry, status, still_pending)
 
     def _report_bound(self, profile: str, out: Outcome, entry: q.QueuedPod) -> None:
         pod, node = out.pod, out.node or ""
-        self.metrics.attempt("scheduled", profile, time.perf_counter() - out.state["#started"])
+        self.metrics.attempt("scheduled", profile, time.perf_counter() - out.started)
         self.metrics.scheduled(entry.attempts, self.queue.clock.now() - entry.first_queued_at)
         self.placements[pod.key] = Placement(pod.key, node, None)
         log.log(V2, "Successfully bound pod to node", extra={"pod": pod.key, "node": node, "profile": profile})
@@ -559,7 +558,7 @@ class Scheduler:
     def _move_bound(self, out: Outcome, where: str) -> None:
         """The pod is bound to ``where`` (maybe not the node it was assumed on): counted there."""
         pod, node = out.pod, out.node or ""
-        profile = self.built.profiles.get(out.state["#queued"].profile)
+        profile = self.built.profiles.get(out.queued.profile) if out.queued else None
         if where != node and profile is not None:
             unreserve(profile.framework, out.state, pod, node)
         if self.cache.is_assumed(pod.uid) or self.cache.pod_node(pod.uid) is None:
@@ -591,7 +590,7 @@ class Scheduler:
             self.queue.on_event(q.POD_DELETE, pod=out.pod)
         else:
             still_pending = self._binding.pop(uid, None) is not None
-            self.metrics.attempt("error", u.profile, time.perf_counter() - out.state["#started"])
+            self.metrics.attempt("error", u.profile, time.perf_counter() - out.started)
             message = f"{u.message}; the pod is not bound"
             self._binding_failed(profile, out, entry, Status.error(message).with_plugin("DefaultBinder"), still_pending)
 
