@@ -25,11 +25,11 @@ from kubesched.config.profiles import (
     SchedulerConfiguration,
 )
 from kubesched.framework.interfaces import Handle
-from kubesched.plugins.pod_topology_spread import DEFAULT_SELECTOR_SERVICE
 from kubesched.scheduler.engine.queue import ManualClock
 from kubesched.scheduler.engine.scheduler import Placement, Scheduler
 from kubesched.scheduler.memory import MemoryCluster, run_until_settled
 from kubesched.scheduler.profiles.manager import Built, build_default, build_from_file
+from kubesched.scheduler.remote.extenders import ExtenderSet
 from kubesched.scheduler.run import LiveOptions, serve
 
 log = logging.getLogger("kubesched.scheduler")
@@ -269,7 +269,8 @@ def run_in_memory(args: argparse.Namespace) -> int:
             builder(args.config),
             clock=clock,
             batching=args.gates["OpportunisticBatching"],
-            services={DEFAULT_SELECTOR_SERVICE: workloads.default_selector},  # the file's Services, ReplicaSets…
+            extenders=ExtenderSet,
+            default_selector=workloads.default_selector,  # the file's Services, ReplicaSets…
         )
         cluster.attach(scheduler)
         await run_until_settled(scheduler, clock)

@@ -7,18 +7,22 @@ a time derive from `NodeFilterPlugin` / `NodeScorePlugin`, which adapt a per-nod
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any, ClassVar, Protocol
+from collections.abc import Hashable, Mapping
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
 import numpy as np
 
 from kubesched.api.core import Node
 from kubesched.api.node_fields import NodeFields
-from kubesched.api.policy_v1 import PodDisruptionBudget
 from kubesched.core.nodetable import IntColumn, NodeTable, Rows
 from kubesched.core.podinfo import PodInfo
 from kubesched.framework.diagnosis import Diagnosis
+from kubesched.framework.handle import AlreadyAssignedError as AlreadyAssignedError
+from kubesched.framework.handle import BindingUnknownError as BindingUnknownError
+from kubesched.framework.handle import ClusterAPI as ClusterAPI
+from kubesched.framework.handle import ClusterAPIError as ClusterAPIError
+from kubesched.framework.handle import Handle as Handle
 from kubesched.framework.status import SUCCESS, Code, Status, Verdicts
 
 MAX_NODE_SCORE = 100
@@ -108,57 +112,6 @@ class PreFilterResult:
         diagnosis.absent = Status.unresolvable(f"node(s) didn't satisfy plugin(s) [{' '.join(self.narrowed_by)}]")
         kept: Rows = rows[keep]
         return kept
-
-
-@dataclass
-class Handle:
-    """What the framework offers plugins at construction: the profile's name and the cluster.
-
-    ``cluster`` is None where no cluster is reachable (an extender, a unit test); plugins that act on
-    the cluster (DefaultBinder, DefaultPreemption) must then answer with an Error status, not crash.
-    """
-
-    scheduler_name: str = "default-scheduler"
-    cluster: ClusterAPI | None = None
-    services: dict[str, Any] = field(default_factory=dict)
-
-
-class ClusterAPI(Protocol):
-    """The cluster as plugins see it: the scheduler shell implements it over the API server or in memory."""
-
-    async def bind(self, pod: PodInfo, node_name: str) -> None:
-        """POST the pods/binding subresource; raise ClusterAPIError on failure."""
-
-    async def evict(self, victim: PodInfo, preemptor: PodInfo, node_name: str) -> None:
-        """Preempt ``victim`` for ``preemptor``: DisruptionTarget condition, delete, `Preempted` event."""
-
-    async def set_nominated_node(self, pod: PodInfo, node_name: str) -> None:
-        """Patch status.nominatedNodeName ('' clears it)."""
-
-    def pdbs(self) -> Sequence[PodDisruptionBudget]:
-        """The PodDisruptionBudgets the cluster source knows (empty when it tracks none)."""
-
-    def namespace_labels(self, namespace: str) -> Mapping[str, str] | None:
-        """Labels of a namespace (for namespaceSelector terms), None when unknown."""
-
-
-class ClusterAPIError(Exception):
-    """A cluster call failed; the message says what and why."""
-
-
-class BindingUnknownError(ClusterAPIError):
-    """A Binding was sent but its answer was lost (timeout, connection cut): it may have been applied.
-
-    The scheduler keeps the pod counted on the node until the watch tells what happened.
-    """
-
-
-class AlreadyAssignedError(ClusterAPIError):
-    """The server refused the Binding because the pod is already bound (409); ``node`` is where, if known."""
-
-    def __init__(self, message: str, node: str | None = None) -> None:
-        super().__init__(message)
-        self.node = node
 
 
 class Plugin:
@@ -307,6 +260,17 @@ class PreBindPlugin(Plugin):
 
 
 class BindPlugin(Plugin):
+    # A declared capability: True when `bind` does exactly ``await handle.cluster.bind(pod, node)`` and
+    # nothing else (DefaultBinder). A scheduler whose cluster binds without awaiting may then run such
+    # binding cycles without a task each; a plugin that awaits anything else must leave it False (a
+    # subclass that overrides `bind` gets False unless it sets it again).
+    binds_through_cluster: ClassVar[bool] = False
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "bind" in cls.__dict__ and "binds_through_cluster" not in cls.__dict__:
+            cls.binds_through_cluster = False  # a subclass with a `bind` of its own declares it anew
+
     async def bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
         """Bind the pod, or return SKIP to let the next Bind plugin do it."""
         raise NotImplementedError

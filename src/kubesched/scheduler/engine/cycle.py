@@ -30,10 +30,10 @@ from kubesched.framework.interfaces import CycleState, NodeBatch, PostFilterPlug
 from kubesched.framework.runtime import Framework, FrameworkError, plugin_error, select_host
 from kubesched.framework.status import SUCCESS, Code, Status
 from kubesched.scheduler.engine.batch import OpportunisticBatch
+from kubesched.scheduler.engine.extenders import ExtenderError, Extenders, NoExtenders
 from kubesched.scheduler.engine.nominator import Nominator
 from kubesched.scheduler.engine.queue import QueuedPod
 from kubesched.scheduler.profiles.manager import Profile
-from kubesched.scheduler.remote.extenders import ExtenderError, ExtenderSet
 
 log = logging.getLogger("kubesched.scheduler")
 NO_NODES = "no nodes available to schedule pods"
@@ -109,7 +109,7 @@ class Cycle:
         self,
         cache: ClusterCache,
         *,
-        extenders: ExtenderSet | None = None,
+        extenders: Extenders | None = None,
         nominator: Nominator | None = None,
         percentage_of_nodes_to_score: int = 0,
         rng: random.Random | None = None,
@@ -119,7 +119,7 @@ class Cycle:
         record_plugin: Callable[[str, str, Code, float], None] | None = None,
     ) -> None:
         self.cache = cache
-        self.extenders = extenders if extenders is not None else ExtenderSet(())
+        self.extenders: Extenders = extenders if extenders is not None else NoExtenders()
         self.nominator = nominator if nominator is not None else Nominator()
         self.percentage = percentage_of_nodes_to_score
         self.rng = rng or random.Random()

@@ -28,6 +28,7 @@ from kubesched.api.core import Node, Pod
 from kubesched.cluster.cache import ClusterCache
 from kubesched.config.model import DEFAULT_SCHEDULER_NAME
 from kubesched.core.podinfo import PodInfo
+from kubesched.framework.handle import DefaultSelector
 from kubesched.framework.interfaces import (
     AlreadyAssignedError,
     BindingUnknownError,
@@ -41,13 +42,13 @@ from kubesched.framework.status import SUCCESS, Status
 from kubesched.scheduler.engine import queue as q
 from kubesched.scheduler.engine.binding import Binder, WaitingPods
 from kubesched.scheduler.engine.cycle import EXTENDER, Cycle, Outcome, unreserve
+from kubesched.scheduler.engine.extenders import Candidates, Extenders, ExtendersFactory, no_extenders
 from kubesched.scheduler.engine.nominator import Nominator
 from kubesched.scheduler.engine.unknown import DEFAULT_TTL as DEFAULT_UNKNOWN_TTL
 from kubesched.scheduler.engine.unknown import Unknown, UnknownBindings
 from kubesched.scheduler.engine.writer import SCHEDULER_ERROR, UNSCHEDULABLE, ClusterWriter
 from kubesched.scheduler.metrics import SchedulerMetrics
 from kubesched.scheduler.profiles.manager import Built, Profile
-from kubesched.scheduler.remote.extenders import ExtenderSet, preempt_hook
 
 log = logging.getLogger("kubesched.scheduler")
 V2 = 15  # kube-scheduler's V(2): details an operator turns on with -v 2
@@ -85,13 +86,16 @@ class Scheduler:
     """One scheduler over one cache, with the profiles of one configuration (swappable).
 
     ``build`` turns a handle factory into a configuration (`pluginmanager.build_from_file`, `build_default`);
-    it may raise ConfigError. `apply` swaps in a later one built with `make_handle`.
+    it may raise ConfigError. `apply` swaps in a later one built with `make_handle`. ``cluster`` is where
+    pods are bound and reports go (the plugins' `handle.cluster` too); ``extenders`` makes the configured
+    extenders' client (`remote.extenders.ExtenderSet`; without it, a configuration naming some is refused);
+    ``default_selector`` feeds PodTopologySpread's default constraints (`cluster.workloads`).
     """
 
     def __init__(
         self,
         cache: ClusterCache,
-        backend: ClusterWriter,
+        cluster: ClusterWriter,
         build: Callable[[Callable[[str], Handle]], Built],
         *,
         clock: q.Clock | None = None,
@@ -99,21 +103,23 @@ class Scheduler:
         metrics: SchedulerMetrics | None = None,
         bind_concurrency: int = 256,
         batching: bool = True,
-        services: Mapping[str, Any] | None = None,
+        extenders: ExtendersFactory = no_extenders,
+        default_selector: DefaultSelector | None = None,
         binding_unknown_ttl: float = DEFAULT_UNKNOWN_TTL,
     ) -> None:
         self.cache = cache
         # Pods whose binding's answer was lost, still counted on their node until known (unknown.py).
-        self._uncertain = UnknownBindings(getattr(backend, "bound_node", None), self._settled, binding_unknown_ttl)
+        self._uncertain = UnknownBindings(cluster.bound_node, self._settled, binding_unknown_ttl)
         self._sort_errors: dict[str, FrameworkError] = {}  # pods whose QueueSort key raised, by UID
-        self._services = dict(services or {})  # more services for the plugins (run.py: the workloads)
-        self.backend = backend
+        self._default_selector = default_selector
+        self._make_extenders = extenders
+        self.cluster = cluster
         self.metrics = metrics or SchedulerMetrics()
         self.waiting = WaitingPods()
         self.nominator = Nominator()
         # Plugins get their handle while the configuration is built: hence a builder, not a Built.
         self.built = built = build(self.make_handle)
-        self.extenders = ExtenderSet(built.config.extenders)
+        self.extenders: Extenders = extenders(built.config.extenders)
         self._wakeup = asyncio.Event()
         self.queue = q.SchedulingQueue(
             clock=clock,
@@ -134,7 +140,7 @@ class Scheduler:
             record=self.metrics.extension_points.observe,
             record_plugin=self.metrics.plugin,
         )
-        self.binder = Binder(backend, lambda: self.extenders, self.waiting, self._bound, bind_concurrency)
+        self.binder = Binder(cluster, lambda: self.extenders, self.waiting, self._bound, bind_concurrency)
         self.metrics.follow_queue(self.queue.pending, self.queue.incoming, self.queue.unschedulable_by_plugin)
         self.metrics.follow_batches(self.cycle.batch_counts)
         self.placements: dict[str, Placement] = {}  # by pod key, for the embedded default's report
@@ -147,14 +153,25 @@ class Scheduler:
     # ---- profiles ---------------------------------------------------------------------------------------
 
     def make_handle(self, scheduler_name: str) -> Handle:
-        """The handle a profile's plugins get: the cluster, and the services the scheduler offers."""
-        services: dict[str, Any] = {
-            "preempt_extenders": preempt_hook(lambda: self.extenders, lambda: self.cache.table),
-            "waiting_pods": self.waiting,
-            "nominator": self.nominator,
-            **self._services,
-        }
-        return Handle(scheduler_name=scheduler_name, cluster=self.backend, services=services)
+        """The handle a profile's plugins get: the cluster and what the scheduler offers them."""
+        return Handle(
+            scheduler_name=scheduler_name,
+            cluster=self.cluster,
+            nominator=self.nominator,
+            waiting_pods=self.waiting,
+            preempt_extenders=self._preempt_extenders,
+            default_selector=self._default_selector,
+        )
+
+    def _preempt_extenders(self, pod: PodInfo, candidates: Candidates) -> Candidates:
+        """DefaultPreemption's candidates, trimmed by the extenders of the moment (a reload may replace them)."""
+
+        def pods_on(node: str) -> Mapping[str, PodInfo]:
+            table = self.cache.table
+            row = table.index.get(node)
+            return table.pods_on(row) if row is not None else {}
+
+        return self.extenders.preempt(pod, candidates, pods_on)
 
     def profile_for(self, pod: Pod) -> str:
         return pod.spec.scheduler_name or DEFAULT_SCHEDULER_NAME
@@ -165,7 +182,7 @@ class Scheduler:
         self.built = built
         if built.config.extenders != old.config.extenders:
             stale = self.extenders
-            self.extenders = ExtenderSet(built.config.extenders)
+            self.extenders = self._make_extenders(built.config.extenders)
             self.cycle.extenders = self.extenders
             self._spawn(stale.aclose())
         self.cycle.percentage = built.config.percentage_of_nodes_to_score
@@ -472,7 +489,7 @@ class Scheduler:
         reason = SCHEDULER_ERROR if out.error else UNSCHEDULABLE
         log.debug("pod %s unschedulable: %s", pod.key, out.message, extra={"pod": pod.key, "profile": profile.name})
         self.placements[pod.key] = Placement(pod.key, None, out.message)
-        self.backend.failed(pod, profile.name, reason, out.message, nominated)
+        self.cluster.failed(pod, profile.name, reason, out.message, nominated)
 
     async def _evict(self, evict: Callable[[Any, PodInfo], Any], state: Any, pod: PodInfo, node: str) -> None:
         """Preemption's evictions, off the scheduling path; then the preemptor may be tried again."""
@@ -532,7 +549,7 @@ class Scheduler:
         self.metrics.scheduled(entry.attempts, self.queue.clock.now() - entry.first_queued_at)
         self.placements[pod.key] = Placement(pod.key, node, None)
         log.log(V2, "Successfully bound pod to node", extra={"pod": pod.key, "node": node, "profile": profile})
-        self.backend.scheduled(pod, node, profile)
+        self.cluster.scheduled(pod, node, profile)
 
     def _binding_failed(
         self, profile: Profile | None, out: Outcome, entry: q.QueuedPod, status: Status, requeue: bool
@@ -553,7 +570,7 @@ class Scheduler:
         if rejected:  # after the requeue, as upstream defers it: the pod itself stays where it went
             self.queue.on_event(q.POD_DELETE, pod=pod, skip=pod.uid)
         name = profile.name if profile else entry.profile
-        self.backend.failed(pod, name, UNSCHEDULABLE if rejected else SCHEDULER_ERROR, status.message, None)
+        self.cluster.failed(pod, name, UNSCHEDULABLE if rejected else SCHEDULER_ERROR, status.message, None)
 
     def _move_bound(self, out: Outcome, where: str) -> None:
         """The pod is bound to ``where`` (maybe not the node it was assumed on): counted there."""

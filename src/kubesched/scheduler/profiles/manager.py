@@ -254,7 +254,7 @@ def build_profile(
         else:
             setattr(framework, attr, [by_name[r.name] for r in refs])
     framework.arranged()
-    handle.services["framework"] = framework
+    handle.framework = framework
     names = {point: tuple(r.name for r in refs) for point, refs in points.items()}
     return Profile(profile.scheduler_name, framework, handle, profile.percentage_of_nodes_to_score, names)
 
