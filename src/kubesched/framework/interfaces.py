@@ -7,7 +7,7 @@ a time derive from `NodeFilterPlugin` / `NodeScorePlugin`, which adapt a per-nod
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Mapping
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -18,6 +18,7 @@ from kubesched.api.node_fields import NodeFields
 from kubesched.core.nodetable import IntColumn, NodeTable, Rows
 from kubesched.core.podinfo import PodInfo
 from kubesched.framework.diagnosis import Diagnosis
+from kubesched.framework.events import ClusterEvent, ClusterEventWithHint
 from kubesched.framework.handle import AlreadyAssignedError as AlreadyAssignedError
 from kubesched.framework.handle import BindingUnknownError as BindingUnknownError
 from kubesched.framework.handle import ClusterAPI as ClusterAPI
@@ -126,6 +127,12 @@ class Plugin:
         self.args = args
         self.handle = handle or Handle()
 
+    def events_to_register(self) -> Sequence[ClusterEventWithHint] | None:
+        """The cluster events that may make a pod this plugin rejected schedulable, with their queueing
+        hints (kube-scheduler's EventsToRegister; see `framework.events`). None, the default: every
+        event may, and moves the pod (a plugin that declares nothing is never kept from a retry)."""
+        return None
+
 
 # A plugin's part of a pod's signature: (key, value) pairs with hashable values.
 SignFragments = tuple[tuple[str, Hashable], ...]
@@ -167,6 +174,14 @@ class PreFilterPlugin(Plugin):
 class FilterPlugin(Plugin):
     def filter(self, state: CycleState, pod: PodInfo, nodes: NodeBatch) -> Verdicts:
         raise NotImplementedError
+
+    def passes_node(self, pod: PodInfo, event: ClusterEvent, obj: NodeInfo | PodInfo) -> bool:
+        """A queueing hint for node events of a Filter that judges a node by itself and the pod (no
+        PreFilter state): whether it now lets the pod onto the node of the event."""
+        if not isinstance(obj, NodeInfo):
+            return True
+        verdicts = self.filter(CycleState(), pod, NodeBatch(obj.table, np.array([obj.row], dtype=np.intp)))
+        return verdicts.all_passed or not int(verdicts.codes[0])
 
 
 class StaticFilterPlugin(FilterPlugin):

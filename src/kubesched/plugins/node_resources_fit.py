@@ -19,6 +19,7 @@ from kubesched.api.node_fields import NodeFields
 from kubesched.core.nodeaffinity import is_qualified_name
 from kubesched.core.nodetable import BoolColumn, IntColumn
 from kubesched.core.podinfo import PodInfo
+from kubesched.framework.events import NODE_CHANGE, POD_DELETE, ClusterEventWithHint
 from kubesched.framework.interfaces import (
     MAX_NODE_SCORE,
     CycleState,
@@ -229,6 +230,11 @@ class NodeResourcesFit(FilterPlugin, ScorePlugin, SignPlugin):
     node_fields = NodeFields(resources=None)
     Args: ClassVar[type | None] = NodeResourcesFitArgs
     default_weight: ClassVar[int] = 1
+
+    def events_to_register(self) -> list[ClusterEventWithHint]:
+        """A node added or changed, if the pod now fits it; a pod gone (upstream: Pod Delete, Node
+        Add|UpdateNodeAllocatable)."""
+        return [ClusterEventWithHint(POD_DELETE), ClusterEventWithHint(NODE_CHANGE, self.passes_node)]
 
     def __init__(self, args: NodeResourcesFitArgs | None = None, handle: Handle | None = None) -> None:
         args = args or NodeResourcesFitArgs()

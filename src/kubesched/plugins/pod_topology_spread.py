@@ -26,12 +26,14 @@ import numpy.typing as npt
 from kubesched.api.node_fields import NodeFields
 from kubesched.core.nodetable import BoolColumn, IntColumn, NodeTable
 from kubesched.core.podinfo import PodInfo
+from kubesched.framework.events import NODE_CHANGE, POD_CHANGE, ClusterEvent, ClusterEventWithHint
 from kubesched.framework.interfaces import (
     MAX_NODE_SCORE,
     CycleState,
     FilterPlugin,
     Handle,
     NodeBatch,
+    NodeInfo,
     PreFilterPlugin,
     PreFilterResult,
     PreScorePlugin,
@@ -145,9 +147,16 @@ class PodTopologySpread(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlug
             return None
         return ()
 
-    def queueing_hint(self, pod: PodInfo, event: str, other: PodInfo) -> bool:
+    def events_to_register(self) -> list[ClusterEventWithHint]:
+        """Any node added or changed (its labels may make a domain); a pod bound, changed or gone if
+        `schedulable_after_pod_change` says so (upstream: Pod All, Node Add|UpdateNodeLabel|UpdateNodeTaint)."""
+        return [ClusterEventWithHint(POD_CHANGE, self.schedulable_after_pod_change), ClusterEventWithHint(NODE_CHANGE)]
+
+    def schedulable_after_pod_change(self, pod: PodInfo, event: ClusterEvent, other: NodeInfo | PodInfo) -> bool:
         """A pod added or gone helps only if it counts for one of the pod's constraints (same namespace,
         matched by the selector), as upstream's isSchedulableAfterPodChange."""
+        if not isinstance(other, PodInfo):
+            return True
         if other.namespace != pod.namespace:
             return False
         try:

@@ -22,19 +22,20 @@ from dataclasses import dataclass
 from typing import Any
 
 import msgspec
-import numpy as np
 
 from kubesched.api.core import Node, Pod
 from kubesched.cluster.cache import ClusterCache
 from kubesched.config.model import DEFAULT_SCHEDULER_NAME
 from kubesched.core.podinfo import PodInfo
+from kubesched.framework.events import ClusterEvent, Registrations, registrations
 from kubesched.framework.handle import DefaultSelector
 from kubesched.framework.interfaces import (
     AlreadyAssignedError,
     BindingUnknownError,
     CycleState,
     Handle,
-    NodeBatch,
+    NodeInfo,
+    Plugin,
     QueueSortPlugin,
 )
 from kubesched.framework.runtime import FrameworkError, plugin_error
@@ -53,24 +54,6 @@ from kubesched.scheduler.profiles.manager import Built, Profile
 log = logging.getLogger("kubesched.scheduler")
 V2 = 15  # kube-scheduler's V(2): details an operator turns on with -v 2
 _TERMINAL = ("Succeeded", "Failed")
-_NODE_EVENTS = frozenset({q.NODE_ADD, q.NODE_UPDATE})
-_POD_EVENTS = frozenset({q.POD_ADD, q.POD_UPDATE, q.POD_DELETE})
-# The cluster events that can make a pod a plugin rejected schedulable (kube-scheduler's EventsToRegister,
-# coarsened); a plugin class may declare its own `events`. Unknown plugins: every event.
-PLUGIN_EVENTS: dict[str, frozenset[str]] = {
-    "NodeUnschedulable": _NODE_EVENTS,
-    "NodeName": frozenset({q.NODE_ADD}),
-    "TaintToleration": _NODE_EVENTS,
-    "NodeAffinity": _NODE_EVENTS,
-    "NodePorts": frozenset({q.NODE_ADD, q.POD_DELETE}),
-    "NodeResourcesFit": frozenset({q.NODE_ADD, q.NODE_UPDATE, q.POD_DELETE}),
-    "PodTopologySpread": _NODE_EVENTS | _POD_EVENTS,
-    "InterPodAffinity": _NODE_EVENTS | _POD_EVENTS,
-}
-ALL_EVENTS = _NODE_EVENTS | _POD_EVENTS
-# Plugins whose Filter judges a node by itself and the pod (no PreFilter state): their hint for a node
-# event is their verdict on that node.
-NODE_LOCAL = frozenset({"NodeUnschedulable", "NodeName", "TaintToleration", "NodeAffinity", "NodeResourcesFit"})
 
 
 @dataclass(slots=True)
@@ -130,6 +113,8 @@ class Scheduler:
             notify=self._wakeup.set,
         )
         self.queue.sort_key = self._sort_key(built)
+        self._registered: dict[str, dict[str, tuple[Plugin, Registrations | None]]] = {}
+        self._register(built)
         self.cycle = Cycle(
             cache,
             extenders=self.extenders,
@@ -189,6 +174,7 @@ class Scheduler:
         self.queue.initial_backoff = built.config.pod_initial_backoff_seconds
         self.queue.max_backoff = built.config.pod_max_backoff_seconds
         self.queue.resort(self._sort_key(built))
+        self._register(built)
         for entry in self.queue.entries():
             if entry.profile not in built.profiles:
                 self.queue.delete(entry.info.uid)
@@ -238,57 +224,51 @@ class Scheduler:
     def _plugin_failed(self, profile: str, err: FrameworkError) -> None:
         self.metrics.plugin_error(profile, err.status.plugin, err.point)
 
-    def _interested(self, entry: q.QueuedPod, event: str, node: int | None, other: PodInfo | None) -> bool:
+    def _interested(self, entry: q.QueuedPod, event: ClusterEvent, node: int | None, other: PodInfo | None) -> bool:
         """Whether ``event`` may help a pod the ``unschedulable_plugins`` rejected (kube-scheduler's
-        queueing hints): for a node added or changed, a plugin that judges a node alone says so by
-        filtering that very node; for a pod added or gone, a plugin with a `queueing_hint` answers;
-        others by the events they register."""
+        queueing hints): a rejecting plugin registered the event (`Plugin.events_to_register`; one that
+        declares nothing registers every event) and one of its hints, if any, says yes for the node
+        (row ``node`` of the table) or the pod (``other``) of the event. An event about nothing in
+        particular (a relist) helps any registered plugin."""
         if not entry.unschedulable_plugins or EXTENDER in entry.unschedulable_plugins:
             return True
-        registry = self.built.registry
-        profile = self.built.profiles.get(entry.profile)
+        registered = self._registered.get(entry.profile)
+        if registered is None:
+            return True
         for name in entry.unschedulable_plugins:
-            cls = registry.get(name)
-            events = getattr(cls, "events", None) or PLUGIN_EVENTS.get(name, ALL_EVENTS)
-            if event not in events:
+            plugin, events = registered.get(name, (None, None))
+            if events is None:
+                return True  # no declaration (or not in the profile): every event
+            hints = events.get(event)
+            if hints is None:
                 continue
-            if other is not None and profile is not None:
-                if self._pod_hint(profile, name, entry.info, event, other):
+            if not hints:
+                return True
+            obj: NodeInfo | PodInfo
+            if other is not None:
+                obj = other
+            elif node is not None:
+                table = self.cache.table
+                if node >= table.size or table.nodes[node] is None:
+                    continue  # gone again
+                obj = NodeInfo(table, node)
+            else:
+                return True
+            for hint in hints:
+                try:
+                    if hint(entry.info, event, obj):
+                        return True
+                except Exception as err:  # a failing hint must not keep the pod parked: let it try
+                    plugin_error("QueueingHint", plugin, entry.info, err)
                     return True
-                continue
-            if node is None or name not in NODE_LOCAL or profile is None:
-                return True
-            if self._passes(profile, name, entry.info, node):
-                return True
         return False
 
-    @staticmethod
-    def _pod_hint(profile: Profile, plugin_name: str, pod: PodInfo, event: str, other: PodInfo) -> bool:
-        """A plugin's `queueing_hint` for a pod event (no hint: the event may help)."""
-        plugin = next((p for p in profile.framework.plugins if p.name == plugin_name), None)
-        hint = getattr(plugin, "queueing_hint", None)
-        if hint is None:
-            return True
-        try:
-            return bool(hint(pod, event, other))
-        except Exception as err:  # a failing hint must not keep the pod parked
-            plugin_error("QueueingHint", plugin, pod, err)
-            return True
-
-    def _passes(self, profile: Profile, plugin_name: str, pod: PodInfo, row: int) -> bool:
-        """Whether a node-local plugin's Filter lets ``pod`` onto the table's ``row`` now."""
-        plugin = next((p for p in profile.framework.filter if p.name == plugin_name), None)
-        if plugin is None:
-            return True
-        table = self.cache.table
-        if row >= table.size or table.nodes[row] is None:
-            return False
-        try:
-            verdicts = plugin.filter(CycleState(), pod, NodeBatch(table, np.array([row], dtype=np.intp)))
-        except Exception as err:  # a plugin failing here must not keep the pod parked: let it try
-            plugin_error("QueueingHint", plugin, pod, err)
-            return True
-        return verdicts.all_passed or not int(verdicts.codes[0])
+    def _register(self, built: Built) -> None:
+        """Each profile's plugins by name with the events they registered (`_interested` reads them)."""
+        self._registered = {
+            name: {p.name: (p, registrations(p.events_to_register())) for p in profile.framework.plugins}
+            for name, profile in built.profiles.items()
+        }
 
     # ---- cluster events (the watch and the in-memory cluster call these) ----------------------------
 
