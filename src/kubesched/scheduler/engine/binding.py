@@ -18,7 +18,7 @@ import types
 from collections import deque
 from collections.abc import Callable, Coroutine, Generator
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from kubesched.core.podinfo import PodInfo
 from kubesched.framework.interfaces import AlreadyAssignedError, BindingUnknownError, ClusterAPIError
@@ -27,7 +27,9 @@ from kubesched.framework.status import SUCCESS, Code, Status
 from kubesched.scheduler.engine.cycle import Outcome
 from kubesched.scheduler.engine.extenders import ExtenderError, Extenders
 from kubesched.scheduler.engine.writer import ClusterWriter
-from kubesched.scheduler.profiles.manager import Profile
+
+if TYPE_CHECKING:  # the profile types only: the engine runs any profile, it builds none
+    from kubesched.scheduler.profiles.manager import Profile
 
 
 @dataclass(eq=False)

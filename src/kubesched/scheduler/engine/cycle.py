@@ -19,6 +19,7 @@ import random
 import time
 from collections.abc import Callable, Hashable, Iterator, Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -33,7 +34,9 @@ from kubesched.scheduler.engine.batch import OpportunisticBatch
 from kubesched.scheduler.engine.extenders import ExtenderError, Extenders, NoExtenders
 from kubesched.scheduler.engine.nominator import Nominator
 from kubesched.scheduler.engine.queue import QueuedPod
-from kubesched.scheduler.profiles.manager import Profile
+
+if TYPE_CHECKING:  # the profile types only: the engine runs any profile, it builds none
+    from kubesched.scheduler.profiles.manager import Profile
 
 log = logging.getLogger("kubesched.scheduler")
 NO_NODES = "no nodes available to schedule pods"

@@ -19,7 +19,7 @@ import random
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
@@ -49,7 +49,9 @@ from kubesched.scheduler.engine.unknown import DEFAULT_TTL as DEFAULT_UNKNOWN_TT
 from kubesched.scheduler.engine.unknown import Unknown, UnknownBindings
 from kubesched.scheduler.engine.writer import SCHEDULER_ERROR, UNSCHEDULABLE, ClusterWriter
 from kubesched.scheduler.metrics import SchedulerMetrics
-from kubesched.scheduler.profiles.manager import Built, Profile
+
+if TYPE_CHECKING:  # the profile types only: the engine runs any profile, it builds none
+    from kubesched.scheduler.profiles.manager import Built, Profile
 
 log = logging.getLogger("kubesched.scheduler")
 V2 = 15  # kube-scheduler's V(2): details an operator turns on with -v 2
