@@ -191,7 +191,8 @@ class Cycle:
         if isinstance(found, _Nominated):
             # The filter extenders are awaited with the table as the cache has it: nominated pods are
             # counted only inside `_search`, which never awaits (another task may change the table now).
-            names = await self._extender_filter(out, found.table, found.rows, Diagnosis())
+            names, rejected = await self._extender_filter(pod, found.table, found.rows, Diagnosis())
+            out.extender_rejected = rejected
             row = self.cache.table.index.get(names[0]) if names else None
             if row is not None:
                 out.node = self.cache.table.names[row]
@@ -205,7 +206,8 @@ class Cycle:
         signature, hinted = out.signature, out.hinted
         out.evaluated = len(feasible) + diagnosis.rejected_count()
         if len(feasible) and self.extenders.filters(pod):
-            names = await self._extender_filter(out, table, feasible, diagnosis)
+            names, rejected = await self._extender_filter(pod, table, feasible, diagnosis)
+            out.extender_rejected = out.extender_rejected or rejected
             feasible = self.cache.table.rows_for(names)
             table = self.cache.table
         out.feasible = len(feasible)
@@ -414,14 +416,15 @@ class Cycle:
         self.next_start = (self.next_start + pos) % live
         return feasible[:k]
 
-    async def _extender_filter(self, out: Outcome, table: NodeTable, rows: Rows, diagnosis: Diagnosis) -> list[str]:
-        """Names that pass every interested filter extender; their rejections join the diagnosis."""
+    async def _extender_filter(
+        self, pod: PodInfo, table: NodeTable, rows: Rows, diagnosis: Diagnosis
+    ) -> tuple[list[str], bool]:
+        """Names that pass every interested filter extender, and whether they rejected any; their
+        rejections join the diagnosis."""
         names: list[str] = table.name_array()[rows].tolist()
-        if not self.extenders.filters(out.pod):
-            return names
-        passed, statuses = await self.extenders.filter(out.pod, table, names)
-        if len(passed) < len(names):
-            out.extender_rejected = True
+        if not self.extenders.filters(pod):
+            return names, False
+        passed, statuses = await self.extenders.filter(pod, table, names)
         table = self.cache.table
         by_status: dict[Status, list[int]] = {}
         for name, status in statuses.items():
@@ -430,7 +433,7 @@ class Cycle:
                 by_status.setdefault(status, []).append(row)
         for status, failed in by_status.items():
             diagnosis.add(np.asarray(failed, dtype=np.intp), np.ones(len(failed), dtype=np.int32), (status,))
-        return passed
+        return passed, len(passed) < len(names)
 
     def _fail(self, profile: Profile, out: Outcome, diagnosis: Diagnosis, total: int) -> None:
         """No feasible node: PostFilter (preemption), then kube-scheduler's FitError message."""
