@@ -225,6 +225,15 @@ class PostFilterPlugin(Plugin):
         """Try to make the pod schedulable later; returns a nominated node name and a status."""
         raise NotImplementedError
 
+    def victims(self, state: CycleState) -> int | None:
+        """How many pods the nomination `post_filter` made in ``state`` preempts (None: not a preemption)."""
+        return None
+
+    async def after_nomination(self, state: CycleState, pod: PodInfo) -> Status:
+        """What must await once `post_filter` nominated a node (DefaultPreemption evicts the victims): the
+        scheduler runs it off the scheduling path, then lets gated pods try again."""
+        return SUCCESS
+
 
 class PreScorePlugin(Plugin):
     def pre_score(self, state: CycleState, pod: PodInfo, nodes: NodeBatch) -> Status:

@@ -368,6 +368,13 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin):
 
     # ---- acting on the choice --------------------------------------------------------------------
 
+    def victims(self, state: CycleState) -> int | None:
+        chosen = state.get(self.name)
+        return len(chosen.victims) if isinstance(chosen, Preemption) else None
+
+    async def after_nomination(self, state: CycleState, pod: PodInfo) -> Status:
+        return await self.evict(state, pod)
+
     async def evict(self, state: CycleState, pod: PodInfo) -> Status:
         """Preempt the victims chosen by `post_filter` (concurrently).
 

@@ -36,6 +36,7 @@ from kubesched.framework.interfaces import (
     Handle,
     NodeInfo,
     Plugin,
+    PostFilterPlugin,
     QueueSortPlugin,
 )
 from kubesched.framework.runtime import FrameworkError, plugin_error
@@ -458,12 +459,12 @@ class Scheduler:
             nominated = out.nominated
             self.nominator.add(pod, out.nominated)
             self.metrics.preemption_attempts.inc()
-            victims = getattr(out.state.get(getattr(out.post_filter, "name", "")), "victims", None)
-            if victims is not None:
-                self.metrics.preemption_victims.observe(len(victims))
-            evict = getattr(out.post_filter, "evict", None)
-            if evict is not None:
-                self._spawn(self._evict(evict, out.state, pod, out.nominated))
+            plugin = out.post_filter
+            if plugin is not None:
+                victims = plugin.victims(out.state)
+                if victims is not None:
+                    self.metrics.preemption_victims.observe(victims)
+                self._spawn(self._after_nomination(plugin, out.state, pod, out.nominated))
         elif previous:
             nominated = ""  # as kube-scheduler: a failed attempt without a new nomination clears it
             self.nominator.remove(pod.uid)
@@ -473,10 +474,10 @@ class Scheduler:
         self.placements[pod.key] = Placement(pod.key, None, out.message)
         self.cluster.failed(pod, profile.name, reason, out.message, nominated)
 
-    async def _evict(self, evict: Callable[[Any, PodInfo], Any], state: Any, pod: PodInfo, node: str) -> None:
+    async def _after_nomination(self, plugin: PostFilterPlugin, state: CycleState, pod: PodInfo, node: str) -> None:
         """Preemption's evictions, off the scheduling path; then the preemptor may be tried again."""
-        status = await evict(state, pod)
-        if isinstance(status, Status) and not status.ok:
+        status = await plugin.after_nomination(state, pod)
+        if not status.ok:
             log.warning(
                 "preempting for %s on %s failed: %s",
                 pod.key,
