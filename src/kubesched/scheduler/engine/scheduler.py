@@ -27,15 +27,12 @@ from kubesched.api.core import Node, Pod
 from kubesched.cluster.cache import ClusterCache
 from kubesched.config.model import DEFAULT_SCHEDULER_NAME
 from kubesched.core.podinfo import PodInfo
-from kubesched.framework.events import ClusterEvent, Registrations, registrations
 from kubesched.framework.handle import DefaultSelector
 from kubesched.framework.interfaces import (
     AlreadyAssignedError,
     BindingUnknownError,
     CycleState,
     Handle,
-    NodeInfo,
-    Plugin,
     PostFilterPlugin,
     QueueSortPlugin,
 )
@@ -43,8 +40,9 @@ from kubesched.framework.runtime import FrameworkError, plugin_error
 from kubesched.framework.status import SUCCESS, Status
 from kubesched.scheduler.engine import queue as q
 from kubesched.scheduler.engine.binding import Binder, WaitingPods
-from kubesched.scheduler.engine.cycle import EXTENDER, Cycle, Outcome, unreserve
+from kubesched.scheduler.engine.cycle import Cycle, Outcome, unreserve
 from kubesched.scheduler.engine.extenders import Candidates, Extenders, ExtendersFactory, no_extenders
+from kubesched.scheduler.engine.hints import QueueingHints
 from kubesched.scheduler.engine.nominator import Nominator
 from kubesched.scheduler.engine.unknown import DEFAULT_TTL as DEFAULT_UNKNOWN_TTL
 from kubesched.scheduler.engine.unknown import Unknown, UnknownBindings
@@ -107,17 +105,17 @@ class Scheduler:
         self.built = built = build(self.make_handle)
         self.extenders: Extenders = extenders(built.config.extenders)
         self._wakeup = asyncio.Event()
+        self.hints = QueueingHints(lambda: cache.table)
+        self.hints.register(built.profiles)
         self.queue = q.SchedulingQueue(
             clock=clock,
             pre_enqueue=self._pre_enqueue,
-            interested=self._interested,
+            interested=self.hints,
             initial_backoff=built.config.pod_initial_backoff_seconds,
             max_backoff=built.config.pod_max_backoff_seconds,
             notify=self._wakeup.set,
         )
         self.queue.sort_key = self._sort_key(built)
-        self._registered: dict[str, dict[str, tuple[Plugin, Registrations | None]]] = {}
-        self._register(built)
         self.cycle = Cycle(
             cache,
             extenders=self.extenders,
@@ -177,7 +175,7 @@ class Scheduler:
         self.queue.initial_backoff = built.config.pod_initial_backoff_seconds
         self.queue.max_backoff = built.config.pod_max_backoff_seconds
         self.queue.resort(self._sort_key(built))
-        self._register(built)
+        self.hints.register(built.profiles)
         for entry in self.queue.entries():
             if entry.profile not in built.profiles:
                 self.queue.delete(entry.info.uid)
@@ -226,52 +224,6 @@ class Scheduler:
 
     def _plugin_failed(self, profile: str, err: FrameworkError) -> None:
         self.metrics.plugin_error(profile, err.status.plugin, err.point)
-
-    def _interested(self, entry: q.QueuedPod, event: ClusterEvent, node: int | None, other: PodInfo | None) -> bool:
-        """Whether ``event`` may help a pod the ``unschedulable_plugins`` rejected (kube-scheduler's
-        queueing hints): a rejecting plugin registered the event (`Plugin.events_to_register`; one that
-        declares nothing registers every event) and one of its hints, if any, says yes for the node
-        (row ``node`` of the table) or the pod (``other``) of the event. An event about nothing in
-        particular (a relist) helps any registered plugin."""
-        if not entry.unschedulable_plugins or EXTENDER in entry.unschedulable_plugins:
-            return True
-        registered = self._registered.get(entry.profile)
-        if registered is None:
-            return True
-        for name in entry.unschedulable_plugins:
-            plugin, events = registered.get(name, (None, None))
-            if events is None:
-                return True  # no declaration (or not in the profile): every event
-            hints = events.get(event)
-            if hints is None:
-                continue
-            if not hints:
-                return True
-            obj: NodeInfo | PodInfo
-            if other is not None:
-                obj = other
-            elif node is not None:
-                table = self.cache.table
-                if node >= table.size or table.nodes[node] is None:
-                    continue  # gone again
-                obj = NodeInfo(table, node)
-            else:
-                return True
-            for hint in hints:
-                try:
-                    if hint(entry.info, event, obj):
-                        return True
-                except Exception as err:  # a failing hint must not keep the pod parked: let it try
-                    plugin_error("QueueingHint", plugin, entry.info, err)
-                    return True
-        return False
-
-    def _register(self, built: Built) -> None:
-        """Each profile's plugins by name with the events they registered (`_interested` reads them)."""
-        self._registered = {
-            name: {p.name: (p, registrations(p.events_to_register())) for p in profile.framework.plugins}
-            for name, profile in built.profiles.items()
-        }
 
     # ---- cluster events (the watch and the in-memory cluster call these) ----------------------------
 
