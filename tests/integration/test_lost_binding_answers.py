@@ -31,7 +31,6 @@ import yaml
 from kubesched.cluster.cache import ClusterCache
 from kubesched.cluster.kubeclient import KubeClient, from_kubeconfig
 from kubesched.cluster.workloads import Workloads
-from kubesched.plugins.pod_topology_spread import DEFAULT_SELECTOR_SERVICE
 from kubesched.scheduler.engine.scheduler import Scheduler
 from kubesched.scheduler.profiles.manager import build_from_file
 from kubesched.scheduler.remote.apiserver import APIServerWriter
@@ -85,7 +84,7 @@ async def test_a_lost_binding_answer_keeps_the_node_counted_and_is_never_resent(
             ClusterCache(),
             backend,
             lambda make_handle: build_from_file(config, make_handle),
-            services={DEFAULT_SELECTOR_SERVICE: workloads.default_selector},
+            default_selector=workloads.default_selector,
         )
         watching = [asyncio.create_task(r.run()) for r in reflectors(client, scheduler, backend, workloads)]
         scheduling: asyncio.Task[None] | None = None

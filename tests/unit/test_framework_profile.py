@@ -44,7 +44,7 @@ def test_build_profiles_expands_per_point_orders_and_weights() -> None:
     assert [(p.name, w) for p, w in fw.score] == [("NodeResourcesFit", 3), ("ImageLocality", 4)]
     assert [p.name for p in fw.filter] == ["NodeResourcesFit", "TaintToleration"]
     assert [p.name for p in fw.queue_sort] == ["PrioritySort"] and [p.name for p in fw.bind] == ["DefaultBinder"]
-    assert profiles["p"].handle.services["framework"] is fw
+    assert profiles["p"].handle.framework is fw
 
 
 def test_the_queue_sort_and_bind_checks_name_their_fields() -> None:

@@ -19,11 +19,11 @@ from kubesched.config.errors import ConfigParseError
 from kubesched.config.profiles import LIVE_DEFAULT_PROFILE, ConfigError, LeaderElectionConfig, SchedulerConfiguration
 from kubesched.errors import CLIError, FieldError
 from kubesched.framework.interfaces import Handle
-from kubesched.plugins.pod_topology_spread import DEFAULT_SELECTOR_SERVICE
 from kubesched.scheduler.engine.queue import ManualClock
 from kubesched.scheduler.engine.scheduler import Placement, Scheduler
 from kubesched.scheduler.memory import MemoryCluster, run_until_settled
 from kubesched.scheduler.profiles.manager import Built, Loaded, read
+from kubesched.scheduler.remote.extenders import ExtenderSet
 from kubesched.scheduler.run import LiveOptions, serve
 
 log = logging.getLogger("kubesched.scheduler")
@@ -275,8 +275,9 @@ def run_in_memory(args: argparse.Namespace, loaded: Loaded) -> int:
             loaded.build,
             clock=clock,
             batching=args.gates["OpportunisticBatching"],
+            extenders=ExtenderSet,
             # The file's Services, ReplicaSets… give PodTopologySpread's default constraints their selector.
-            services={DEFAULT_SELECTOR_SERVICE: objects.workloads.default_selector},
+            default_selector=objects.workloads.default_selector,
         )
         cluster.attach(scheduler)
         await run_until_settled(scheduler, clock)

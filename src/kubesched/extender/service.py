@@ -31,7 +31,7 @@ from kubesched.extender.replies import filter_reply, priorities_reply, quote_all
 from kubesched.framework.interfaces import CycleState, NodeBatch
 from kubesched.framework.policy import Policy
 from kubesched.framework.runtime import Framework, FrameworkError
-from kubesched.framework.status import Code, Status
+from kubesched.framework.status import Code
 
 log = logging.getLogger("kubesched.extender")
 
@@ -234,22 +234,8 @@ class ExtenderService:
         quoted = cand.quoted
         failed: list[tuple[bytes, list[bytes]]] = []
         unresolvable: list[tuple[bytes, list[bytes]]] = []
-        diagnosis = outcome.diagnosis
-        groups: list[tuple[Status, Rows]] = []
-        if diagnosis.pre_filter is not None:
-            groups.append((diagnosis.pre_filter, cand.rows))
-        for rej in diagnosis.rejections:
-            if len(rej.statuses) == 1:
-                groups.append((rej.statuses[0], rej.rows))
-            else:
-                groups.extend((status, rej.rows[rej.codes == code]) for code, status in enumerate(rej.statuses, 1))
         feasible = outcome.feasible
-        if diagnosis.absent is not None:
-            decided = np.zeros(cand.table.size, dtype=np.bool_)
-            decided[feasible] = True
-            for rej in diagnosis.rejections:
-                decided[rej.rows] = True
-            groups.append((diagnosis.absent, cand.rows[~decided[cand.rows]]))
+        groups = outcome.diagnosis.by_status(cand.rows, feasible, cand.table.size)
         for status, rows in groups:
             target = unresolvable if status.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE else failed
             target.append((self._message(status.message), quoted[rows].tolist()))

@@ -107,7 +107,7 @@ def build_profile(
         post_bind=at("postBind", fw.PostBindPlugin),
         plugins=[b.plugin for b in built],
     )
-    handle.services["framework"] = framework
+    handle.framework = framework
     names = {point: tuple(r.name for r in points[point]) for point in EXTENSION_POINTS}
     return Profile(profile.scheduler_name, framework, handle, profile.percentage_of_nodes_to_score, names)
 

@@ -43,6 +43,38 @@ class Diagnosis:
             for row, code in zip(rej.rows.tolist(), rej.codes.tolist(), strict=True):
                 yield row, stamped[code - 1]
 
+    def by_status(self, candidates: Rows, feasible: Rows, size: int) -> list[tuple[Status, Rows]]:
+        """The rejected ``candidates`` grouped by status (as the plugins gave them, unstamped).
+
+        A PreFilter rejection covers every candidate; candidates neither ``feasible`` nor rejected by a
+        Filter plugin (PreFilter narrowed them away) get the ``absent`` status. ``size``: the table's.
+        """
+        groups: list[tuple[Status, Rows]] = []
+        if self.pre_filter is not None:
+            groups.append((self.pre_filter, candidates))
+        for rej in self.rejections:
+            if len(rej.statuses) == 1:
+                groups.append((rej.statuses[0], rej.rows))
+            else:
+                groups.extend((status, rej.rows[rej.codes == code]) for code, status in enumerate(rej.statuses, 1))
+        if self.absent is not None:
+            decided = np.zeros(size, dtype=np.bool_)
+            decided[feasible] = True
+            for rej in self.rejections:
+                decided[rej.rows] = True
+            groups.append((self.absent, candidates[~decided[candidates]]))
+        return groups
+
+    def plugins(self) -> set[str]:
+        """The plugins that rejected some node (kube-scheduler's UnschedulablePlugins), PreFilter's included."""
+        names: set[str] = set()
+        for rej in self.rejections:
+            names.update([rej.plugin] if rej.plugin else [s.plugin for s in rej.statuses])
+        if self.pre_filter is not None:
+            names.add(self.pre_filter.plugin)
+        names.discard("")
+        return names
+
     def rejected_count(self) -> int:
         return sum(len(r.rows) for r in self.rejections)
 

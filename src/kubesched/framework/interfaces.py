@@ -8,17 +8,22 @@ a time derive from `NodeFilterPlugin` / `NodeScorePlugin`, which adapt a per-nod
 from __future__ import annotations
 
 from collections.abc import Hashable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any, ClassVar, Protocol
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
 import numpy as np
 
 from kubesched.api.core import Node
 from kubesched.api.node_fields import NodeFields
-from kubesched.api.policy_v1 import PodDisruptionBudget
 from kubesched.core.nodetable import IntColumn, NodeTable, Rows
 from kubesched.core.podinfo import PodInfo
-from kubesched.errors import ClusterError
+from kubesched.framework.diagnosis import Diagnosis
+from kubesched.framework.events import ClusterEvent, ClusterEventWithHint
+from kubesched.framework.handle import AlreadyAssignedError as AlreadyAssignedError
+from kubesched.framework.handle import BindingUnknownError as BindingUnknownError
+from kubesched.framework.handle import ClusterAPI as ClusterAPI
+from kubesched.framework.handle import ClusterAPIError as ClusterAPIError
+from kubesched.framework.handle import Handle as Handle
 from kubesched.framework.status import SUCCESS, Code, Status, Verdicts
 
 MAX_NODE_SCORE = 100
@@ -84,61 +89,30 @@ class NodeInfo:
 
 @dataclass(frozen=True)
 class PreFilterResult:
-    """PreFilter's answer: a status and, optionally, the only node names worth filtering."""
+    """PreFilter's answer: a status and, optionally, the only node names worth filtering.
+
+    A plugin gives ``status`` and ``node_names``; the framework's answer for the whole PreFilter point
+    (`Framework.run_pre_filter`) also says which plugins narrowed the nodes (``narrowed_by``, sorted).
+    """
 
     status: Status = SUCCESS
     node_names: frozenset[str] | None = None
+    narrowed_by: tuple[str, ...] = ()
 
+    def allows(self, name: str) -> bool:
+        return self.node_names is None or name in self.node_names
 
-@dataclass
-class Handle:
-    """What the framework offers plugins at construction: the profile's name and the cluster.
-
-    ``cluster`` is None where no cluster is reachable (an extender, a unit test); plugins that act on
-    the cluster (DefaultBinder, DefaultPreemption) must then answer with an Error status, not crash.
-    """
-
-    scheduler_name: str = "default-scheduler"
-    cluster: ClusterAPI | None = None
-    services: dict[str, Any] = field(default_factory=dict)
-
-
-class ClusterAPI(Protocol):
-    """The cluster as plugins see it: the scheduler shell implements it over the API server or in memory."""
-
-    async def bind(self, pod: PodInfo, node_name: str) -> None:
-        """POST the pods/binding subresource; raise ClusterAPIError on failure."""
-
-    async def evict(self, victim: PodInfo, preemptor: PodInfo, node_name: str) -> None:
-        """Preempt ``victim`` for ``preemptor``: DisruptionTarget condition, delete, `Preempted` event."""
-
-    async def set_nominated_node(self, pod: PodInfo, node_name: str) -> None:
-        """Patch status.nominatedNodeName ('' clears it)."""
-
-    def pdbs(self) -> Sequence[PodDisruptionBudget]:
-        """The PodDisruptionBudgets the cluster source knows (empty when it tracks none)."""
-
-    def namespace_labels(self, namespace: str) -> Mapping[str, str] | None:
-        """Labels of a namespace (for namespaceSelector terms), None when unknown."""
-
-
-class ClusterAPIError(ClusterError):
-    """A cluster call failed; the message says what and why."""
-
-
-class BindingUnknownError(ClusterAPIError):
-    """A Binding was sent but its answer was lost (timeout, connection cut): it may have been applied.
-
-    The scheduler keeps the pod counted on the node until the watch tells what happened.
-    """
-
-
-class AlreadyAssignedError(ClusterAPIError):
-    """The server refused the Binding because the pod is already bound (409); ``node`` is where, if known."""
-
-    def __init__(self, message: str, node: str | None = None) -> None:
-        super().__init__(message)
-        self.node = node
+    def narrow(self, table: NodeTable, rows: Rows, diagnosis: Diagnosis) -> Rows:
+        """The ``rows`` PreFilter left; the others are told apart in ``diagnosis`` by the absent status
+        (kube-scheduler's "node(s) didn't satisfy plugin(s) [...]")."""
+        allowed = self.node_names
+        if allowed is None:
+            return rows
+        names = table.names
+        keep = np.fromiter((names[r] in allowed for r in rows.tolist()), dtype=np.bool_, count=len(rows))
+        diagnosis.absent = Status.unresolvable(f"node(s) didn't satisfy plugin(s) [{' '.join(self.narrowed_by)}]")
+        kept: Rows = rows[keep]
+        return kept
 
 
 class Plugin:
@@ -152,6 +126,12 @@ class Plugin:
     def __init__(self, args: Any = None, handle: Handle | None = None) -> None:
         self.args = args
         self.handle = handle or Handle()
+
+    def events_to_register(self) -> Sequence[ClusterEventWithHint] | None:
+        """The cluster events that may make a pod this plugin rejected schedulable, with their queueing
+        hints (kube-scheduler's EventsToRegister; see `framework.events`). None, the default: every
+        event may, and moves the pod (a plugin that declares nothing is never kept from a retry)."""
+        return None
 
 
 # A plugin's part of a pod's signature: (key, value) pairs with hashable values.
@@ -195,6 +175,14 @@ class FilterPlugin(Plugin):
     def filter(self, state: CycleState, pod: PodInfo, nodes: NodeBatch) -> Verdicts:
         raise NotImplementedError
 
+    def passes_node(self, pod: PodInfo, event: ClusterEvent, obj: NodeInfo | PodInfo) -> bool:
+        """A queueing hint for node events of a Filter that judges a node by itself and the pod (no
+        PreFilter state): whether it now lets the pod onto the node of the event."""
+        if not isinstance(obj, NodeInfo):
+            return True
+        verdicts = self.filter(CycleState(), pod, NodeBatch(obj.table, np.array([obj.row], dtype=np.intp)))
+        return verdicts.all_passed or not int(verdicts.codes[0])
+
 
 class StaticFilterPlugin(FilterPlugin):
     """A Filter whose verdict on a node depends only on the node object and the pod's ``shape``.
@@ -232,10 +220,19 @@ class NodeFilterPlugin(FilterPlugin):
 
 class PostFilterPlugin(Plugin):
     def post_filter(
-        self, state: CycleState, pod: PodInfo, table: NodeTable, diagnosis: Any
+        self, state: CycleState, pod: PodInfo, table: NodeTable, diagnosis: Diagnosis
     ) -> tuple[str | None, Status]:
         """Try to make the pod schedulable later; returns a nominated node name and a status."""
         raise NotImplementedError
+
+    def victims(self, state: CycleState) -> int | None:
+        """How many pods the nomination `post_filter` made in ``state`` preempts (None: not a preemption)."""
+        return None
+
+    async def after_nomination(self, state: CycleState, pod: PodInfo) -> Status:
+        """What must await once `post_filter` nominated a node (DefaultPreemption evicts the victims): the
+        scheduler runs it off the scheduling path, then lets gated pods try again."""
+        return SUCCESS
 
 
 class PreScorePlugin(Plugin):
@@ -287,6 +284,17 @@ class PreBindPlugin(Plugin):
 
 
 class BindPlugin(Plugin):
+    # A declared capability: True when `bind` does exactly ``await handle.cluster.bind(pod, node)`` and
+    # nothing else (DefaultBinder). A scheduler whose cluster binds without awaiting may then run such
+    # binding cycles without a task each; a plugin that awaits anything else must leave it False (a
+    # subclass that overrides `bind` gets False unless it sets it again).
+    binds_through_cluster: ClassVar[bool] = False
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "bind" in cls.__dict__ and "binds_through_cluster" not in cls.__dict__:
+            cls.binds_through_cluster = False  # a subclass with a `bind` of its own declares it anew
+
     async def bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
         """Bind the pod, or return SKIP to let the next Bind plugin do it."""
         raise NotImplementedError

@@ -31,6 +31,7 @@ from kubesched.framework.interfaces import (
     PreBindPlugin,
     PreEnqueuePlugin,
     PreFilterPlugin,
+    PreFilterResult,
     PreScorePlugin,
     QueueSortPlugin,
     ReservePlugin,
@@ -44,6 +45,7 @@ from kubesched.framework.status import SUCCESS, Code, Status
 
 _max_reduce = np.maximum.reduce  # the ufunc itself: skips ndarray.max's Python wrapper
 log = logging.getLogger("kubesched.framework")
+_ALL_NODES = PreFilterResult()
 
 # What an attempt fails with when a plugin raises: kube-scheduler v1.35.4's messages for a plugin's error
 # (framework/runtime/framework.go), the exception in place of the Go error.
@@ -229,10 +231,11 @@ class Framework:
 
     # ---- PreFilter / Filter -------------------------------------------------------------------
 
-    def run_pre_filter(self, state: CycleState, pod: PodInfo, table: NodeTable) -> tuple[Status, frozenset[str] | None]:
-        """Run PreFilter plugins: a rejection status, or SUCCESS and the node names left (None = all)."""
+    def run_pre_filter(self, state: CycleState, pod: PodInfo, table: NodeTable) -> PreFilterResult:
+        """Run PreFilter plugins: a rejection status, or SUCCESS and the node names left (None = all)
+        with the plugins that narrowed them."""
         if not self.pre_filter:
-            return SUCCESS, None
+            return _ALL_NODES
         allowed: frozenset[str] | None = None
         narrowed_by: list[str] = []
         rejected: Status | None = None
@@ -249,7 +252,7 @@ class Framework:
                 if status.code == Code.ERROR:
                     raise FrameworkError(status, point="PreFilter")
                 if status.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
-                    return status, None
+                    return PreFilterResult(status)
                 if status.rejected:
                     rejected = status
                     continue
@@ -263,15 +266,16 @@ class Framework:
                             if len(names) == 1
                             else f"node(s) didn't satisfy plugin(s) [{' '.join(names)}] simultaneously"
                         )
-                        return Status.unresolvable(msg).with_plugin(names[0]), None
+                        return PreFilterResult(Status.unresolvable(msg).with_plugin(names[0]))
         except _PASS_THROUGH:
             raise
         except Exception as err:
             raise plugin_error("PreFilter", plugin, pod, err) from err
         if rejected is not None:
-            return rejected, None
-        state["#prefilter-narrowed-by"] = sorted(narrowed_by)
-        return Status(), allowed
+            return PreFilterResult(rejected)
+        if allowed is None:
+            return _ALL_NODES
+        return PreFilterResult(SUCCESS, allowed, tuple(sorted(narrowed_by)))
 
     def run_filter(self, state: CycleState, pod: PodInfo, nodes: NodeBatch, diagnosis: Diagnosis) -> Rows:
         """Run Filter plugins in order over the candidates; returns the feasible rows.
@@ -427,17 +431,11 @@ class Framework:
     def find_feasible(self, state: CycleState, pod: PodInfo, nodes: NodeBatch) -> FilterOutcome:
         """PreFilter then Filter over ``nodes``, with every rejection recorded."""
         diagnosis = Diagnosis()
-        status, allowed = self.run_pre_filter(state, pod, nodes.table)
-        if status.rejected:
-            diagnosis.pre_filter = status
+        pre = self.run_pre_filter(state, pod, nodes.table)
+        if pre.status.rejected:
+            diagnosis.pre_filter = pre.status
             return FilterOutcome(nodes.rows[:0], diagnosis)
-        rows = nodes.rows
-        if allowed is not None:
-            names = nodes.table.names
-            keep = np.fromiter((names[r] in allowed for r in rows.tolist()), dtype=np.bool_, count=len(rows))
-            narrowed = state.get("#prefilter-narrowed-by", [])
-            diagnosis.absent = Status.unresolvable(f"node(s) didn't satisfy plugin(s) [{' '.join(narrowed)}]")
-            rows = rows[keep]
+        rows = pre.narrow(nodes.table, nodes.rows, diagnosis)
         feasible = self.run_filter(state, pod, NodeBatch(nodes.table, rows), diagnosis)
         return FilterOutcome(feasible, diagnosis)
 

@@ -28,7 +28,7 @@ from kubesched.framework.interfaces import (
     SignPlugin,
 )
 from kubesched.framework.status import SKIP, SUCCESS, Status
-from kubesched.plugins.node_resources_fit import ResourceSpec, default_resources, scored_resources
+from kubesched.plugins.helpers.resource_allocation import ResourceSpec, default_resources, scored_resources
 
 FloatColumn = npt.NDArray[np.float64]
 

@@ -11,15 +11,15 @@ The algorithm of kube-scheduler v1.35.4 (default_preemption.go, preemption/preem
    are the victims. The table is always restored;
 4. the extenders hook may trim the candidates; then the best candidate is chosen (six rules).
 
-Its Filter plugins come from the profile's Framework, ``handle.services["framework"]`` (set by the
-scheduler once the profile is built). Plugins whose PreFilter precomputes counts over pods
+Its Filter plugins come from the profile's Framework, ``handle.framework`` (set once the profile is
+built). Plugins whose PreFilter precomputes counts over pods
 (PodTopologySpread, InterPodAffinity) implement ``add_pod``/``remove_pod`` (upstream's PreFilter
 extensions) so the dry run updates a clone of their cycle state.
 
 PostFilter is synchronous and eviction is not: ``post_filter`` returns (nominated node, status) and
 keeps the choice in ``state["DefaultPreemption"]``; the scheduler then awaits ``evict(state, pod)``.
 
-Nominated pods come from ``handle.services["nominator"]`` (the scheduler's): in the dry run, those at
+Nominated pods come from ``handle.nominator`` (the scheduler's): in the dry run, those at
 least as important as the pod count on their node as in the scheduling cycle (both filter passes,
 with and without them); pods of lower priority nominated to the chosen node lose their nomination
 (their room is being taken).
@@ -30,7 +30,7 @@ from __future__ import annotations
 import asyncio
 import random
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
@@ -42,6 +42,7 @@ from kubesched.api.policy_v1 import PodDisruptionBudget
 from kubesched.core.nodetable import NodeTable
 from kubesched.core.podinfo import PodInfo
 from kubesched.framework.diagnosis import Diagnosis
+from kubesched.framework.handle import VictimsMap as VictimsMap
 from kubesched.framework.interfaces import (
     ClusterAPI,
     ClusterAPIError,
@@ -67,13 +68,6 @@ ERR_NOT_HELPFUL = "Preemption is not helpful for scheduling"
 ERR_NO_VICTIMS = "No preemption victims found for incoming pod"
 ERR_NO_CANDIDATE = "no candidate node for preemption"
 ERR_WAITING = "waiting for the preemption for this pod to be finished"
-FRAMEWORK_SERVICE = "framework"
-EXTENDERS_SERVICE = "preempt_extenders"
-NOMINATOR_SERVICE = "nominator"
-
-# node name -> (victims, number of PDB violations): what the extenders hook receives and returns.
-VictimsMap = dict[str, tuple[list[PodInfo], int]]
-PreemptExtenders = Callable[[PodInfo, VictimsMap], Mapping[str, tuple[Sequence[PodInfo], int]]]
 
 
 class DefaultPreemptionArgs(msgspec.Struct, rename="camel", forbid_unknown_fields=True):
@@ -102,14 +96,6 @@ class PreFilterExtensions(Protocol):
     def add_pod(self, state: CycleState, pod: PodInfo, added: PodInfo, table: NodeTable, row: int) -> None: ...
 
     def remove_pod(self, state: CycleState, pod: PodInfo, removed: PodInfo, table: NodeTable, row: int) -> None: ...
-
-
-class NominatedPods(Protocol):
-    """The scheduler's nominator, as preemption uses it."""
-
-    def on(self, node: str) -> list[PodInfo]: ...
-
-    def remove(self, uid: str) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -189,11 +175,9 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin):
         potential = [row for row in table.rows().tolist() if status_of(row).code == Code.UNSCHEDULABLE]
         if not potential:
             return "", Status.unschedulable(self._fit_error(table, []))
-        framework = self.handle.services.get(FRAMEWORK_SERVICE)
-        if not isinstance(framework, Framework):
-            return None, Status.error(
-                f'no framework to dry-run preemption with: handle.services["{FRAMEWORK_SERVICE}"]'
-            )
+        framework = self.handle.framework
+        if framework is None:
+            return None, Status.error("no framework to dry-run preemption with: handle.framework is not set")
         cluster = self.handle.cluster
         pdbs = list(cluster.pdbs()) if cluster is not None else []
         now = self.now_ns()
@@ -293,7 +277,7 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin):
         ]
         one = NodeBatch(table, np.array([row], dtype=np.intp))
         # Pods nominated here, at least as important and not there yet, count in the first filter pass.
-        nominator: NominatedPods | None = self.handle.services.get(NOMINATOR_SERVICE)
+        nominator = self.handle.nominator
         ahead = [
             p
             for p in (nominator.on(table.names[row]) if nominator is not None else ())
@@ -360,7 +344,7 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin):
 
     async def _clear_lower_nominations(self, cluster: ClusterAPI, pod: PodInfo, node: str) -> None:
         """Pods of lower priority nominated to ``node`` lose the nomination (getLowerPriorityNominatedPods)."""
-        nominator: NominatedPods | None = self.handle.services.get(NOMINATOR_SERVICE)
+        nominator = self.handle.nominator
         if nominator is None:
             return
         for other in nominator.on(node):
@@ -369,8 +353,8 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin):
                 await cluster.set_nominated_node(other, "")
 
     def _call_extenders(self, pod: PodInfo, candidates: list[Candidate]) -> list[Candidate] | Status:
-        """The scheduler's extenders (``handle.services["preempt_extenders"]``) may trim the candidates."""
-        extenders: PreemptExtenders | None = self.handle.services.get(EXTENDERS_SERVICE)
+        """The scheduler's extenders (``handle.preempt_extenders``) may trim the candidates."""
+        extenders = self.handle.preempt_extenders
         if extenders is None:
             return candidates
         try:
@@ -383,6 +367,13 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin):
         return [Candidate(node, tuple(victims), violations) for node, (victims, violations) in trimmed.items()]
 
     # ---- acting on the choice --------------------------------------------------------------------
+
+    def victims(self, state: CycleState) -> int | None:
+        chosen = state.get(self.name)
+        return len(chosen.victims) if isinstance(chosen, Preemption) else None
+
+    async def after_nomination(self, state: CycleState, pod: PodInfo) -> Status:
+        return await self.evict(state, pod)
 
     async def evict(self, state: CycleState, pod: PodInfo) -> Status:
         """Preempt the victims chosen by `post_filter` (concurrently).

@@ -22,12 +22,14 @@ import numpy as np
 from kubesched.api.node_fields import NodeFields
 from kubesched.core.nodetable import IntColumn, NodeTable
 from kubesched.core.podinfo import PodInfo
+from kubesched.framework.events import NODE_CHANGE, POD_CHANGE, ClusterEvent, ClusterEventWithHint
 from kubesched.framework.interfaces import (
     MAX_NODE_SCORE,
     CycleState,
     FilterPlugin,
     Handle,
     NodeBatch,
+    NodeInfo,
     PreFilterPlugin,
     PreFilterResult,
     PreScorePlugin,
@@ -125,9 +127,16 @@ class InterPodAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
         pods: list[tuple[int, PodInfo]] = cached[1]
         return pods
 
-    def queueing_hint(self, pod: PodInfo, event: str, other: PodInfo) -> bool:
+    def events_to_register(self) -> list[ClusterEventWithHint]:
+        """Any node added or changed (its labels may make a domain); a pod bound, changed or gone if
+        `schedulable_after_pod_change` says so (upstream: Pod All, Node Add|UpdateNodeLabel|UpdateNodeTaint)."""
+        return [ClusterEventWithHint(POD_CHANGE, self.schedulable_after_pod_change), ClusterEventWithHint(NODE_CHANGE)]
+
+    def schedulable_after_pod_change(self, pod: PodInfo, event: ClusterEvent, other: NodeInfo | PodInfo) -> bool:
         """A pod added or gone helps only if the pod's required terms match it, or it has terms of its own
         (its anti-affinity may have kept the pod out): upstream's isSchedulableAfterPodChange, coarsened."""
+        if not isinstance(other, PodInfo):
+            return True
         if other.has_pod_affinity:
             return True
         terms = pod_terms(pod)

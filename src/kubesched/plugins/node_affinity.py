@@ -23,6 +23,7 @@ from kubesched.core.nodeaffinity import (
 )
 from kubesched.core.nodetable import IntColumn, NodeTable
 from kubesched.core.podinfo import PodInfo
+from kubesched.framework.events import NODE_CHANGE, ClusterEventWithHint
 from kubesched.framework.interfaces import (
     CycleState,
     Handle,
@@ -86,6 +87,11 @@ class NodeAffinity(PreFilterPlugin, StaticFilterPlugin, PreScorePlugin, ScorePlu
     node_fields = NodeFields(labels=None)
     Args: ClassVar[type | None] = NodeAffinityArgs
     default_weight: ClassVar[int] = 2
+
+    def events_to_register(self) -> list[ClusterEventWithHint]:
+        """A node added or changed, if it now matches the pod's required affinity (upstream: Node
+        Add|UpdateNodeLabel)."""
+        return [ClusterEventWithHint(NODE_CHANGE, self.passes_node)]
 
     def __init__(self, args: NodeAffinityArgs | None = None, handle: Handle | None = None) -> None:
         args = args or NodeAffinityArgs()

@@ -7,6 +7,7 @@ from typing import ClassVar
 
 from kubesched.api.node_fields import NodeFields
 from kubesched.core.podinfo import PodInfo
+from kubesched.framework.events import NODE_ADD, ClusterEventWithHint
 from kubesched.framework.interfaces import CycleState, NodeBatch, SignFragments, SignPlugin, StaticFilterPlugin
 from kubesched.framework.status import Status, Verdicts
 
@@ -19,6 +20,10 @@ class NodeName(StaticFilterPlugin, SignPlugin):
     name: ClassVar[str] = "NodeName"
     node_fields = NodeFields()
     _status = Status.unresolvable(ERR_REASON)
+
+    def events_to_register(self) -> list[ClusterEventWithHint]:
+        """Only a node added, if it is the one the pod names (upstream: Node Add)."""
+        return [ClusterEventWithHint(NODE_ADD, self.passes_node)]
 
     def shape(self, pod: PodInfo) -> Hashable:
         return pod.pod.spec.node_name

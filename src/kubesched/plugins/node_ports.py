@@ -9,6 +9,7 @@ import numpy as np
 from kubesched.api.node_fields import NodeFields
 from kubesched.core.nodetable import NodeTable
 from kubesched.core.podinfo import HostPort, PodInfo
+from kubesched.framework.events import NODE_ADD, POD_DELETE, ClusterEventWithHint
 from kubesched.framework.interfaces import (
     CycleState,
     FilterPlugin,
@@ -46,6 +47,10 @@ class NodePorts(PreFilterPlugin, FilterPlugin, SignPlugin):
     name: ClassVar[str] = "NodePorts"
     node_fields = NodeFields()
     _status = Status.unschedulable(ERR_REASON)
+
+    def events_to_register(self) -> list[ClusterEventWithHint]:
+        """A node added, or a pod gone that may have held a port (upstream: Pod Delete, Node Add)."""
+        return [ClusterEventWithHint(POD_DELETE), ClusterEventWithHint(NODE_ADD)]
 
     def pre_filter(self, state: CycleState, pod: PodInfo, table: NodeTable) -> PreFilterResult:
         return _WANTS_PORTS if pod.host_ports else _NO_PORTS

@@ -1,7 +1,7 @@
 """NodeResourcesFit: the pod's requests must fit the node's free allocatable; scores by allocation.
 
 Scoring strategies (least_allocated.go, most_allocated.go, requested_to_capacity_ratio.go) share
-resource_allocation.go's accounting, exported here as `scored_resources` for BalancedAllocation too.
+resource_allocation.go's accounting (`plugins/helpers/resource_allocation.py`, BalancedAllocation's too).
 Go's integer division truncates toward zero and Python's floors; they differ only for negative
 operands, which only a falling RequestedToCapacityRatio shape produces (quantities are >= 0).
 """
@@ -19,6 +19,7 @@ from kubesched.api.node_fields import NodeFields
 from kubesched.core.nodeaffinity import is_qualified_name
 from kubesched.core.nodetable import BoolColumn, IntColumn
 from kubesched.core.podinfo import PodInfo
+from kubesched.framework.events import NODE_CHANGE, POD_DELETE, POD_UPDATE, ClusterEventWithHint
 from kubesched.framework.interfaces import (
     MAX_NODE_SCORE,
     CycleState,
@@ -30,6 +31,13 @@ from kubesched.framework.interfaces import (
     SignPlugin,
 )
 from kubesched.framework.status import Code, Status, Verdicts
+from kubesched.plugins.helpers.resource_allocation import (
+    ResourceSpec,
+    default_resources,
+    is_extended_resource,
+    is_scalar_resource,
+    scored_resources,
+)
 
 LEAST_ALLOCATED = "LeastAllocated"
 MOST_ALLOCATED = "MostAllocated"
@@ -37,11 +45,6 @@ REQUESTED_TO_CAPACITY_RATIO = "RequestedToCapacityRatio"
 STRATEGIES = (LEAST_ALLOCATED, MOST_ALLOCATED, REQUESTED_TO_CAPACITY_RATIO)
 MAX_CUSTOM_PRIORITY_SCORE = 10
 TOO_MANY_PODS = "Too many pods"
-
-
-class ResourceSpec(msgspec.Struct, rename="camel", forbid_unknown_fields=True):
-    name: str = ""
-    weight: int = 0
 
 
 class UtilizationShapePoint(msgspec.Struct, rename="camel", forbid_unknown_fields=True):
@@ -63,13 +66,6 @@ class NodeResourcesFitArgs(msgspec.Struct, rename="camel", forbid_unknown_fields
     ignored_resources: list[str] = []
     ignored_resource_groups: list[str] = []
     scoring_strategy: ScoringStrategy | None = None
-
-
-def default_resources(resources: Sequence[ResourceSpec]) -> list[ResourceSpec]:
-    """cpu and memory (weight 1) when none are given; a weight of 0 means 1 (v1 defaults.go)."""
-    if not resources:
-        return [ResourceSpec("cpu", 1), ResourceSpec("memory", 1)]
-    return [ResourceSpec(r.name, r.weight or 1) for r in resources]
 
 
 def validate_shape(shape: Sequence[UtilizationShapePoint], path: str) -> list[str]:
@@ -119,46 +115,6 @@ def _validate(args: NodeResourcesFitArgs, strategy: ScoringStrategy, resources: 
     elif strategy.type == REQUESTED_TO_CAPACITY_RATIO:
         errors.append(f"scoringStrategy.requestedToCapacityRatio: Required value: needed by type {strategy.type}")
     return errors
-
-
-def is_extended_resource(name: str) -> bool:
-    """A domain-prefixed resource outside kubernetes.io/ (IsExtendedResourceName)."""
-    if "/" not in name or "kubernetes.io/" in name or name.startswith("requests."):
-        return False
-    return is_qualified_name("requests." + name)
-
-
-def is_scalar_resource(name: str) -> bool:
-    """A resource kept beside cpu/memory/ephemeral-storage: extended, hugepages, kubernetes.io/-prefixed, volumes."""
-    return (
-        is_extended_resource(name) or name.startswith(("hugepages-", "attachable-volumes-")) or "kubernetes.io/" in name
-    )
-
-
-def scored_columns(pod: PodInfo, name: str, *, use_requested: bool) -> tuple[str, int] | None:
-    """(usage column key, the pod's amount) for one scored resource; None if it is not scored.
-
-    cpu and memory count the 100m / 200Mi defaults unless ``use_requested``; a scalar resource counts
-    only when the pod requests it; any other name is not scored.
-    """
-    if name in ("cpu", "memory"):
-        if use_requested:
-            return name, pod.requests.get(name, 0)
-        return "nonzero:" + name, pod.non_zero_cpu if name == "cpu" else pod.non_zero_memory
-    if name == "ephemeral-storage" or (is_scalar_resource(name) and pod.requests.get(name, 0) != 0):
-        return name, pod.requests.get(name, 0)
-    return None
-
-
-def scored_resources(pod: PodInfo, names: tuple[str, ...], *, use_requested: bool) -> tuple[tuple[str, str, int], ...]:
-    """(resource, usage column key, the pod's amount) of each scored resource among ``names``, in order;
-    computed once per pod spec (every cycle of every pod of a ReplicaSet reads the same)."""
-    key = ("#scored", names, use_requested)
-    cached = pod.cache.get(key)
-    if cached is None:
-        found = ((n, scored_columns(pod, n, use_requested=use_requested)) for n in names)
-        cached = pod.cache[key] = tuple((n, c[0], c[1]) for n, c in found if c is not None)
-    return cached  # type: ignore[return-value]
 
 
 def tdiv(a: IntColumn, b: int) -> IntColumn:
@@ -274,6 +230,16 @@ class NodeResourcesFit(FilterPlugin, ScorePlugin, SignPlugin):
     node_fields = NodeFields(resources=None)
     Args: ClassVar[type | None] = NodeResourcesFitArgs
     default_weight: ClassVar[int] = 1
+
+    def events_to_register(self) -> list[ClusterEventWithHint]:
+        """A node added or changed, if the pod now fits it; a pod gone or resized down in place (the
+        scheduler sends a pod update only then; upstream: Pod Delete|UpdatePodScaleDown, Node
+        Add|UpdateNodeAllocatable)."""
+        return [
+            ClusterEventWithHint(POD_DELETE),
+            ClusterEventWithHint(POD_UPDATE),
+            ClusterEventWithHint(NODE_CHANGE, self.passes_node),
+        ]
 
     def __init__(self, args: NodeResourcesFitArgs | None = None, handle: Handle | None = None) -> None:
         args = args or NodeResourcesFitArgs()

@@ -8,6 +8,7 @@ from typing import ClassVar
 from kubesched.api.node_fields import NodeFields
 from kubesched.core.podinfo import PodInfo
 from kubesched.core.tolerations import UNSCHEDULABLE_TAINT, tolerated
+from kubesched.framework.events import NODE_CHANGE, ClusterEventWithHint
 from kubesched.framework.interfaces import CycleState, NodeBatch, SignFragments, SignPlugin, StaticFilterPlugin
 from kubesched.framework.status import Status, Verdicts
 
@@ -20,6 +21,10 @@ class NodeUnschedulable(StaticFilterPlugin, SignPlugin):
     name: ClassVar[str] = "NodeUnschedulable"
     node_fields = NodeFields(unschedulable=True)
     _status = Status.unresolvable(ERR_REASON)
+
+    def events_to_register(self) -> list[ClusterEventWithHint]:
+        """A node added or changed, if it now lets the pod on (upstream: Node Add|UpdateNodeTaint)."""
+        return [ClusterEventWithHint(NODE_CHANGE, self.passes_node)]
 
     def shape(self, pod: PodInfo) -> Hashable:
         return tolerated(pod.tolerations, UNSCHEDULABLE_TAINT)

@@ -8,7 +8,7 @@
 
 Default constraints (pod without constraints of its own): their selector is derived from the
 Services, ReplicationControllers, ReplicaSets and StatefulSets selecting the pod, which the scheduler
-supplies through ``handle.services["default_spread_selector"]`` (a callable PodInfo -> LabelSelector |
+supplies through ``handle.default_selector`` (a callable PodInfo -> LabelSelector |
 None: `cluster.workloads.Workloads.default_selector` in the live scheduler). Without it, or when it
 finds nothing, the derived selector is empty and, exactly as upstream does for an empty selector,
 there are no default constraints: both PreFilter and PreScore skip.
@@ -17,23 +17,23 @@ there are no default constraints: both PreFilter and PreScore skip.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import ClassVar
 
 import numpy as np
 import numpy.typing as npt
 
-from kubesched.api.core import LabelSelector
 from kubesched.api.node_fields import NodeFields
 from kubesched.core.nodetable import BoolColumn, IntColumn, NodeTable
 from kubesched.core.podinfo import PodInfo
+from kubesched.framework.events import NODE_CHANGE, POD_CHANGE, ClusterEvent, ClusterEventWithHint
 from kubesched.framework.interfaces import (
     MAX_NODE_SCORE,
     CycleState,
     FilterPlugin,
     Handle,
     NodeBatch,
+    NodeInfo,
     PreFilterPlugin,
     PreFilterResult,
     PreScorePlugin,
@@ -62,11 +62,9 @@ from kubesched.plugins.helpers.spread_constraints import (
 
 ERR_REASON = "node(s) didn't match pod topology spread constraints"
 ERR_REASON_MISSING_LABEL = ERR_REASON + " (missing required label)"
-DEFAULT_SELECTOR_SERVICE = "default_spread_selector"
 _SCORE_KEY = "PodTopologySpread/score"
 
 Codes = npt.NDArray[np.int32]
-DefaultSelector = Callable[[PodInfo], LabelSelector | None]
 
 
 @dataclass
@@ -149,9 +147,16 @@ class PodTopologySpread(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlug
             return None
         return ()
 
-    def queueing_hint(self, pod: PodInfo, event: str, other: PodInfo) -> bool:
+    def events_to_register(self) -> list[ClusterEventWithHint]:
+        """Any node added or changed (its labels may make a domain); a pod bound, changed or gone if
+        `schedulable_after_pod_change` says so (upstream: Pod All, Node Add|UpdateNodeLabel|UpdateNodeTaint)."""
+        return [ClusterEventWithHint(POD_CHANGE, self.schedulable_after_pod_change), ClusterEventWithHint(NODE_CHANGE)]
+
+    def schedulable_after_pod_change(self, pod: PodInfo, event: ClusterEvent, other: NodeInfo | PodInfo) -> bool:
         """A pod added or gone helps only if it counts for one of the pod's constraints (same namespace,
         matched by the selector), as upstream's isSchedulableAfterPodChange."""
+        if not isinstance(other, PodInfo):
+            return True
         if other.namespace != pod.namespace:
             return False
         try:
@@ -161,7 +166,7 @@ class PodTopologySpread(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlug
         return not constraints or any(c.selector.matches(other.labels) for c in constraints)
 
     def signs_statically(self) -> bool:
-        return not (self.default_specs and DEFAULT_SELECTOR_SERVICE in self.handle.services)
+        return not (self.default_specs and self.handle.default_selector is not None)
 
     # ---- constraints -----------------------------------------------------------------------------
 
@@ -174,7 +179,7 @@ class PodTopologySpread(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlug
             if not isinstance(cached, tuple):
                 cached = pod.cache[key] = compile_constraints(specs, pod.labels, action)
             return cached
-        derive: DefaultSelector | None = self.handle.services.get(DEFAULT_SELECTOR_SERVICE)
+        derive = self.handle.default_selector
         if derive is None:
             return ()  # no derived selector: empty, hence no default constraints (the hot path)
         defaults = compile_constraints(self.default_specs, pod.labels, action)

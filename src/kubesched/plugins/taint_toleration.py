@@ -11,6 +11,7 @@ from kubesched.api.node_fields import NodeFields
 from kubesched.core.nodetable import IntColumn
 from kubesched.core.podinfo import PodInfo
 from kubesched.core.tolerations import DO_NOT_SCHEDULE, PREFER_NO_SCHEDULE, any_untolerated, count_untolerated
+from kubesched.framework.events import NODE_CHANGE, ClusterEventWithHint
 from kubesched.framework.interfaces import (
     CycleState,
     NodeBatch,
@@ -36,6 +37,10 @@ class TaintToleration(StaticFilterPlugin, ScorePlugin, SignPlugin):
     node_fields = NodeFields(taints=True)
     default_weight: ClassVar[int] = 3
     _status = Status.unresolvable(ERR_REASON)
+
+    def events_to_register(self) -> list[ClusterEventWithHint]:
+        """A node added or changed, if the pod now tolerates its taints (upstream: Node Add|UpdateNodeTaint)."""
+        return [ClusterEventWithHint(NODE_CHANGE, self.passes_node)]
 
     def shape(self, pod: PodInfo) -> Hashable:
         return tuple((t.key, t.operator, t.value, t.effect) for t in pod.tolerations)

@@ -30,10 +30,10 @@ from kubesched.cluster.workloads import Workloads
 from kubesched.config.profiles import ConfigError, SchedulerConfiguration
 from kubesched.framework.interfaces import Handle
 from kubesched.http.server import HTTPServer
-from kubesched.plugins.pod_topology_spread import DEFAULT_SELECTOR_SERVICE
 from kubesched.scheduler.engine.scheduler import Scheduler
 from kubesched.scheduler.profiles.manager import Built, Reloader, module_files
 from kubesched.scheduler.remote.apiserver import APIServerWriter
+from kubesched.scheduler.remote.extenders import ExtenderSet
 from kubesched.scheduler.remote.leader import LeaderElector, LeadershipLost, default_identity
 from kubesched.scheduler.server import SchedulerRoutes
 
@@ -183,8 +183,14 @@ async def serve(options: LiveOptions) -> int:
         gate=elector.may_act if elector is not None else None,
     )
     workloads = Workloads()
-    services = {DEFAULT_SELECTOR_SERVICE: workloads.default_selector}
-    scheduler = Scheduler(cache, backend, options.build, batching=options.batching, services=services)
+    scheduler = Scheduler(
+        cache,
+        backend,
+        options.build,
+        batching=options.batching,
+        extenders=ExtenderSet,
+        default_selector=workloads.default_selector,
+    )
     if elector is not None:
         scheduler.metrics.master_status.labels(election.resource_name).set(0)  # a standby until it leads
     server = HTTPServer(SchedulerRoutes(scheduler.metrics, lambda: cache.synced.is_set()), options.host, options.port)

@@ -10,7 +10,6 @@ from kubesched.api.core import LabelSelector, LabelSelectorRequirement, Pod, Rep
 from kubesched.cluster.workloads import Workloads
 from kubesched.core.podinfo import PodCompiler, PodInfo, compile_pod
 from kubesched.framework.interfaces import Handle
-from kubesched.plugins.pod_topology_spread import DEFAULT_SELECTOR_SERVICE
 from kubesched.scheduler.profiles.manager import build_default
 
 
@@ -89,9 +88,8 @@ def test_a_selector_that_does_not_parse_adds_nothing() -> None:
 
 def test_pods_become_unsignable_once_default_constraints_apply_to_them() -> None:
     w = Workloads()
-    services = {DEFAULT_SELECTOR_SERVICE: w.default_selector}
     fw = (
-        build_default(lambda name: Handle(scheduler_name=name, services=dict(services)))
+        build_default(lambda name: Handle(scheduler_name=name, default_selector=w.default_selector))
         .profiles["default-scheduler"]
         .framework
     )

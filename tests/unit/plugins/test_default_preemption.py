@@ -110,14 +110,16 @@ def setup(
     nodes: Sequence[Node],
     existing: Mapping[str, Sequence[PodInfo]],
     budgets: Sequence[PodDisruptionBudget] = (),
-    services: Mapping[str, Any] | None = None,
     args: Mapping[str, Any] | None = None,
+    without_framework: bool = False,
+    **offered: Any,
 ) -> Setup:
     cluster = FakeCluster(budgets)
-    handle = Handle(cluster=cluster, services=dict(services or {}))
+    handle = Handle(cluster=cluster, **offered)
     spec = ProfileSpec(plugins=default_profile_plugins(), plugin_args={"DefaultPreemption": args} if args else {})
     framework = Framework.build(spec, in_tree(), handle)
-    handle.services.setdefault("framework", framework)
+    if not without_framework:
+        handle.framework = framework
     plugin = next(p for p in framework.post_filter if isinstance(p, DefaultPreemption))
     plugin.random_offset = lambda n: 0
     plugin.now_ns = lambda: 2_000_000_000 * 10**9
@@ -318,7 +320,7 @@ class Extenders:
 def test_extenders_trim_the_candidates() -> None:
     existing = {"n1": [pod("a", 1, "4")], "n2": [pod("b", 5, "4")]}
     extenders = Extenders(keep=["n2"])
-    s = setup([node("n1"), node("n2")], existing, services={"preempt_extenders": extenders})
+    s = setup([node("n1"), node("n2")], existing, preempt_extenders=extenders)
     nominated, status, state = s.preempt(pod("p", 10, "2"))
     assert {n: ([p.name for p in v], k) for n, (v, k) in extenders.seen[0].items()} == {
         "n1": (["a"], 0),
@@ -339,13 +341,13 @@ def test_extenders_trim_the_candidates() -> None:
     ids=["all-removed", "no-victims-returned"],
 )
 def test_extenders_failures(hook: Any, expected: Status) -> None:
-    s = setup([node("n1")], {"n1": [pod("a", 1, "4")]}, services={"preempt_extenders": hook})
+    s = setup([node("n1")], {"n1": [pod("a", 1, "4")]}, preempt_extenders=hook)
     nominated, status, state = s.preempt(pod("p", 10, "2"))
     assert (nominated, status, "DefaultPreemption" in state) == (None, expected, False)
 
 
 def test_without_the_framework_service_it_is_an_error() -> None:
-    s = setup([node("n1")], {"n1": [pod("a", 1, "4")]}, services={"framework": None})
+    s = setup([node("n1")], {"n1": [pod("a", 1, "4")]}, without_framework=True)
     _, status, _ = s.preempt(pod("p", 10, "2"))
     assert status.code == Code.ERROR
     assert status.message.startswith("preemption: no framework to dry-run preemption with")
@@ -368,7 +370,7 @@ def test_nominated_pods_at_least_as_important_keep_their_room_in_the_dry_run() -
     # n1: a low-priority victim (1 cpu of 2); "high" is nominated there and needs 1 cpu. Evicting the victim
     # frees 2 cpu, but "high" takes one of them: p (2 cpu) cannot fit, so n1 is no candidate.
     nominator = Nominator()
-    s = setup([node("n1", cpu="2")], {"n1": [pod("victim", 0, "1")]}, services={"nominator": nominator})
+    s = setup([node("n1", cpu="2")], {"n1": [pod("victim", 0, "1")]}, nominator=nominator)
     nominator.add(pod("high", 100, "1"), "n1")
     nominated, status, _ = s.preempt(pod("p", 50, "2"))
     assert not nominated and not status.ok and "Insufficient cpu" in status.message
@@ -379,7 +381,7 @@ def test_nominated_pods_at_least_as_important_keep_their_room_in_the_dry_run() -
 
 async def test_preempting_clears_the_nominations_of_less_important_pods_on_the_node() -> None:
     nominator = Nominator()
-    s = setup([node("n1")], {"n1": [pod("a", 1, "4")]}, services={"nominator": nominator})
+    s = setup([node("n1")], {"n1": [pod("a", 1, "4")]}, nominator=nominator)
     nominator.add(pod("low", 5, "1"), "n1")
     nominator.add(pod("peer", 20, "1"), "n1")
     incoming = pod("p", 10, "3")

@@ -182,7 +182,7 @@ def with_preemption() -> tuple[Framework, DefaultPreemption]:
     """The default profile as the scheduler builds it: DefaultPreemption reaches the framework through the handle."""
     handle = Handle()
     fw = Framework.build(ProfileSpec(plugins=default_profile_plugins()), in_tree(), handle)
-    handle.services["framework"] = fw
+    handle.framework = fw
     (plugin,) = fw.post_filter
     assert isinstance(plugin, DefaultPreemption)
     plugin.random_offset = lambda n: 0

@@ -196,7 +196,7 @@ def test_list_defaults_use_the_selector_the_scheduler_derives() -> None:
     table = make_table(FILTER_NODES, pods_on(TWO_WEB_ON_A))
     without = PodTopologySpread(args)
     assert without.pre_filter(CycleState(), pod("p", WEB), table).status == SKIP
-    derived = Handle(services={"default_spread_selector": lambda p: LabelSelector(match_labels=dict(p.labels))})
+    derived = Handle(default_selector=lambda p: LabelSelector(match_labels=dict(p.labels)))
     plugin, state = PodTopologySpread(args, derived), CycleState()
     assert plugin.pre_filter(state, pod("p", WEB), table).status.ok
     assert results(plugin.filter(state, pod("p", WEB), batch(table))) == [SKEW, SKEW, None, MISSING]
@@ -274,7 +274,7 @@ def test_system_defaults_score_with_the_derived_selector() -> None:
 
     raw a = 2·ln5 + 2 + 2·ln4 + 4 = 11.99 -> 12, b = 2 + 2·ln4 + 4 = 8.77 -> 9, c = 2 (no zone term).
     """
-    handle = Handle(services={"default_spread_selector": lambda p: LabelSelector(match_labels=WEB)})
+    handle = Handle(default_selector=lambda p: LabelSelector(match_labels=WEB))
     nodes = [node("a", "z1"), node("b", "z1"), node("c")]
     assert scores(PodTopologySpread(handle=handle), pod("p", WEB), nodes, {"a": [WEB, WEB]}) == [16, 41, 100]
 
@@ -283,7 +283,7 @@ def test_system_defaults_score_with_the_derived_selector() -> None:
     ("handle", "spec"),
     [
         (Handle(), {}),
-        (Handle(services={"default_spread_selector": lambda p: None}), {}),
+        (Handle(default_selector=lambda p: None), {}),
         (Handle(), {"topologySpreadConstraints": [spread(ZONE)]}),
     ],
     ids=["system-defaults-no-selector", "derived-selector-empty", "only-hard-constraints"],

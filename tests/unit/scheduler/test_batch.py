@@ -12,6 +12,7 @@ from kubesched.cluster.cache import ClusterCache
 from kubesched.config.model import Extender
 from kubesched.config.profiles import parse
 from kubesched.core.podinfo import PodInfo
+from kubesched.framework.build import Profile
 from kubesched.framework.diagnosis import Diagnosis
 from kubesched.framework.interfaces import CycleState, FilterPlugin, Handle, NodeBatch
 from kubesched.framework.status import Verdicts
@@ -28,7 +29,7 @@ from kubesched.scheduler.engine.batch import (
 from kubesched.scheduler.engine.cycle import Cycle
 from kubesched.scheduler.engine.scheduler import Scheduler
 from kubesched.scheduler.memory import MemoryCluster
-from kubesched.scheduler.profiles.manager import Profile, build, build_default, load_registry
+from kubesched.scheduler.profiles.manager import build, build_default, load_registry
 from kubesched.scheduler.remote.extenders import ExtenderSet
 from tests.helpers import make_node, make_pod
 
@@ -78,7 +79,7 @@ def best_by_full_cycle(profile: Profile, cache: ClusterCache, pod: PodInfo) -> s
     """The nodes a full, unbatched evaluation of every node ranks highest for ``pod`` right now."""
     fw, table = profile.framework, cache.table
     state = CycleState()
-    status, _ = fw.run_pre_filter(state, pod, table)
+    status = fw.run_pre_filter(state, pod, table).status
     assert status.ok
     feasible = fw.run_filter(state, pod, NodeBatch(table, table.rows()), Diagnosis())
     nodes = NodeBatch(table, feasible)
@@ -245,7 +246,7 @@ def test_the_plugin_managers_extension_point_lists_drive_the_filter_stages() -> 
     assert all(p.name != "TaintToleration" for p in fw.filter)
     tainted = cache_of([make_node("t", taints=[{"key": "k", "value": "v", "effect": "NoSchedule"}])])
     state, pod = CycleState(), make_pod("p")
-    status, _ = fw.run_pre_filter(state, pod, tainted.table)
+    status = fw.run_pre_filter(state, pod, tainted.table).status
     assert status.ok
     feasible = fw.run_filter(state, pod, NodeBatch(tainted.table, np.array([0], dtype=np.intp)), Diagnosis())
     assert len(feasible) == 1

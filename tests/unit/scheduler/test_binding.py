@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from typing import Any
 
 import msgspec
@@ -11,12 +11,17 @@ import pytest
 
 from kubesched.api.core import Node, Pod
 from kubesched.cluster.cache import ClusterCache
+from kubesched.config.profiles import parse
 from kubesched.core.podinfo import PodInfo
+from kubesched.framework.interfaces import BindPlugin, CycleState, Handle
+from kubesched.framework.status import SUCCESS, Status
+from kubesched.plugins import in_tree
+from kubesched.plugins.default_binder import DefaultBinder
 from kubesched.scheduler.engine.binding import _resume
 from kubesched.scheduler.engine.queue import ManualClock
 from kubesched.scheduler.engine.scheduler import Scheduler
 from kubesched.scheduler.memory import MemoryCluster, run_until_settled
-from kubesched.scheduler.profiles.manager import build_default
+from kubesched.scheduler.profiles.manager import Built, build, build_default
 
 
 def node(name: str, cpu: str = "2") -> Node:
@@ -60,6 +65,52 @@ async def test_in_memory_bindings_run_batched_after_the_scheduling_cycles() -> N
     assert {p.pod: p.node for p in cluster.placements()} == {f"ns/{k}": v for k, v in bound(cluster).items()}
     await scheduler.drain()
     assert not len(scheduler.binder) and scheduler.idle()
+
+
+class ClusterBinder(BindPlugin):
+    """A user's binder that declares it only binds through the cluster: it may be run inline."""
+
+    name = "ClusterBinder"
+    binds_through_cluster = True
+
+    async def bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
+        assert self.handle.cluster is not None
+        await self.handle.cluster.bind(pod, node_name)
+        return SUCCESS
+
+
+class AuditingBinder(DefaultBinder):
+    """DefaultBinder plus an await of its own: overriding `bind` drops the inherited capability."""
+
+    name = "AuditingBinder"
+
+    async def bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
+        await asyncio.sleep(0)  # writes an audit record, say
+        return await super().bind(state, pod, node_name)
+
+
+def with_binder(plugin: type[BindPlugin]) -> Callable[[Callable[[str], Handle]], Built]:
+    registry = in_tree()
+    registry.register(plugin, "test")
+    binders = {"enabled": [{"name": plugin.name}], "disabled": [{"name": "*"}]}
+    head = {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration"}
+    config = parse({**head, "profiles": [{"schedulerName": "default-scheduler", "plugins": {"bind": binders}}]})
+    return lambda make_handle: build(config, registry, make_handle)
+
+
+@pytest.mark.parametrize(("plugin", "inline"), [(ClusterBinder, True), (AuditingBinder, False)])
+async def test_a_bind_plugin_is_run_inline_only_when_it_declares_it_binds_through_the_cluster(
+    plugin: type[BindPlugin], inline: bool
+) -> None:
+    assert plugin.binds_through_cluster is inline
+    cluster = MemoryCluster([node("a"), node("b")], [pod("p1"), pod("p2"), pod("p3")])
+    scheduler = Scheduler(ClusterCache(), cluster, with_binder(plugin), clock=ManualClock())
+    cluster.attach(scheduler)
+    tasks = len(asyncio.all_tasks())
+    await schedule_all(scheduler)
+    assert len(asyncio.all_tasks()) == tasks + (1 if inline else 3)  # one batch, or a task per binding cycle
+    await scheduler.drain()
+    assert sorted(bound(cluster)) == ["p1", "p2", "p3"]
 
 
 async def test_drain_finishes_batched_bindings() -> None:

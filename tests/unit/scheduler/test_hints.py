@@ -1,4 +1,5 @@
-"""Queueing hints: a node event moves a parked pod only if the node passes the plugins that rejected it."""
+"""Queueing hints: a cluster event moves a parked pod only if a plugin that rejected it registered the event
+and its hint, if any, says the event may help."""
 
 from __future__ import annotations
 
@@ -8,15 +9,22 @@ import msgspec
 
 from kubesched.api.core import Node, Pod
 from kubesched.cluster.cache import ClusterCache
+from kubesched.config.profiles import parse
+from kubesched.core.podinfo import PodInfo
+from kubesched.framework.events import NODE_CHANGE, ClusterEventWithHint, registrations
+from kubesched.framework.interfaces import CycleState, Handle, NodeFilterPlugin, NodeInfo
+from kubesched.framework.status import SUCCESS, Status
+from kubesched.plugins import in_tree
 from kubesched.scheduler.engine import queue as q
 from kubesched.scheduler.engine.queue import ManualClock
 from kubesched.scheduler.engine.scheduler import Scheduler
 from kubesched.scheduler.memory import MemoryCluster, run_until_settled
-from kubesched.scheduler.profiles.manager import build_default
+from kubesched.scheduler.profiles.manager import build, build_default
 
 
-def node(name: str, cpu: str, taints: list[dict[str, str]] | None = None) -> Node:
-    body: dict[str, Any] = {"metadata": {"name": name}, "status": {"allocatable": {"cpu": cpu, "pods": "10"}}}
+def node(name: str, cpu: str, taints: list[dict[str, str]] | None = None, **labels: str) -> Node:
+    meta = {"name": name, "labels": labels}
+    body: dict[str, Any] = {"metadata": meta, "status": {"allocatable": {"cpu": cpu, "pods": "10"}}}
     if taints:
         body["spec"] = {"taints": taints}
     return msgspec.convert(body, Node)
@@ -132,3 +140,73 @@ async def test_a_bound_pod_still_running_larger_than_its_spec_blocks_and_its_res
     assert scheduler.queue.pending()[q.UNSCHEDULABLE] == 0
     await run_until_settled(scheduler, clock)
     assert scheduler.cache.pod_node("wants-2") == "n"
+
+
+# The events each in-tree Filter plugin registers, and whether a hint is asked (the table the scheduler
+# kept before the plugins declared them: PLUGIN_EVENTS, NODE_LOCAL hinted by their Filter on the node).
+NODE_EVENTS = {q.NODE_ADD: True, q.NODE_UPDATE: True}
+SPREAD = {q.NODE_ADD: False, q.NODE_UPDATE: False, q.POD_ADD: True, q.POD_UPDATE: True, q.POD_DELETE: True}
+DECLARED = {
+    "NodeUnschedulable": NODE_EVENTS,
+    "NodeName": {q.NODE_ADD: True},
+    "TaintToleration": NODE_EVENTS,
+    "NodeAffinity": NODE_EVENTS,
+    "NodePorts": {q.NODE_ADD: False, q.POD_DELETE: False},
+    "NodeResourcesFit": {**NODE_EVENTS, q.POD_DELETE: False, q.POD_UPDATE: False},  # resized down in place
+    "PodTopologySpread": SPREAD,
+    "InterPodAffinity": SPREAD,
+}
+
+
+def test_the_in_tree_plugins_declare_the_events_and_hints_of_before() -> None:
+    fw = build_default(lambda name: Handle(scheduler_name=name)).profiles["default-scheduler"].framework
+    declared = {p.name: registrations(p.events_to_register()) for p in fw.filter}
+    assert {name: {e: bool(h) for e, h in (r or {}).items()} for name, r in declared.items()} == DECLARED
+
+
+class Picky(NodeFilterPlugin):
+    """A user's Filter: only nodes labelled picky=yes."""
+
+    name = "Picky"
+
+    def filter_node(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status:
+        return SUCCESS if (node.node.metadata.labels or {}).get("picky") == "yes" else Status.unschedulable("not picky")
+
+
+class DeclaredPicky(Picky):
+    """The same, declaring that only a node added or changed may help, if it passes the filter."""
+
+    name = "DeclaredPicky"
+
+    def events_to_register(self) -> list[ClusterEventWithHint]:
+        return [ClusterEventWithHint(NODE_CHANGE, self.passes_node)]
+
+
+async def parked_by(plugin: type[Picky]) -> Scheduler:
+    registry = in_tree()
+    registry.register(plugin, "test")
+    head = {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration"}
+    plugins = {"filter": {"enabled": [{"name": plugin.name}]}}
+    config = parse({**head, "profiles": [{"schedulerName": "default-scheduler", "plugins": plugins}]})
+    cluster = MemoryCluster([node("n", "8")], [pod("p", "1")])
+    clock = ManualClock()
+    scheduler = Scheduler(ClusterCache(), cluster, lambda mh: build(config, registry, mh), clock=clock)
+    cluster.attach(scheduler)
+    await run_until_settled(scheduler, clock)
+    assert scheduler.queue.pending()[q.UNSCHEDULABLE] == 1
+    return scheduler
+
+
+async def test_a_user_plugin_that_declares_nothing_is_moved_by_every_event() -> None:
+    scheduler = await parked_by(Picky)
+    scheduler.pod_upserted(bound("other", {"app": "x"}))  # any event at all
+    assert scheduler.queue.pending()[q.UNSCHEDULABLE] == 0
+
+
+async def test_a_user_plugin_s_declared_events_and_hint_are_honoured() -> None:
+    scheduler = await parked_by(DeclaredPicky)
+    scheduler.pod_upserted(bound("other", {"app": "x"}))  # not registered
+    scheduler.node_upserted(node("m", "8"))  # registered, but the hint says no
+    assert scheduler.queue.pending()[q.UNSCHEDULABLE] == 1
+    scheduler.node_upserted(node("m", "8", picky="yes"))  # the node changed: now it helps
+    assert scheduler.queue.pending()[q.UNSCHEDULABLE] == 0

@@ -4,8 +4,9 @@ WaitOnPermit → PreBind → Bind (an interested binder extender, else the Bind 
 passing to the next) → PostBind. Any failure is returned as a status; the scheduler then unreserves,
 forgets the assumed pod and requeues it.
 
-Cycles that cannot await (DefaultBinder into the in-memory cluster) share one task per turn of the
-event loop instead of one task each: a task costs more than such a whole binding cycle.
+Cycles that cannot await (a Bind plugin that declares `binds_through_cluster`, DefaultBinder, into a
+cluster that `binds_inline`, the in-memory one) share one task per turn of the event loop instead of one
+task each: a task costs more than such a whole binding cycle.
 """
 
 from __future__ import annotations
@@ -24,10 +25,9 @@ from kubesched.framework.build import Profile
 from kubesched.framework.interfaces import AlreadyAssignedError, BindingUnknownError, ClusterAPIError
 from kubesched.framework.runtime import plugin_error
 from kubesched.framework.status import SUCCESS, Code, Status
-from kubesched.plugins.default_binder import DefaultBinder
 from kubesched.scheduler.engine.cycle import Outcome
+from kubesched.scheduler.engine.extenders import ExtenderError, Extenders
 from kubesched.scheduler.engine.writer import ClusterWriter
-from kubesched.scheduler.remote.extenders import ExtenderError, ExtenderSet
 
 
 @dataclass(eq=False)
@@ -90,13 +90,13 @@ class Binder:
 
     def __init__(
         self,
-        backend: ClusterWriter,
-        extenders: Callable[[], ExtenderSet],
+        cluster: ClusterWriter,
+        extenders: Callable[[], Extenders],
         waiting: WaitingPods,
         on_done: OnDone,
         concurrency: int = 256,
     ) -> None:
-        self.backend = backend
+        self.cluster = cluster
         self.extenders = extenders
         self.waiting = waiting
         self.on_done = on_done
@@ -104,7 +104,6 @@ class Binder:
         self._tasks: set[asyncio.Task[None]] = set()
         self._batch: deque[tuple[Profile, Outcome]] = deque()  # inline cycles for the next `_flush`
         self._flusher: asyncio.Task[None] | None = None
-        self._backend_inline = bool(getattr(backend, "binds_inline", False))
 
     def __len__(self) -> int:
         return len(self._tasks) + len(self._batch)
@@ -132,18 +131,18 @@ class Binder:
 
     def _inline(self, profile: Profile, outcome: Outcome) -> bool:
         """Whether the binding cycle runs to its end without awaiting: no Permit wait, no PreBind, no
-        binder extender, and the bind goes (DefaultBinder's way) to a backend whose bind never awaits."""
-        if not self._backend_inline or outcome.waits:
+        binder extender, and the bind goes (as DefaultBinder's does) to a cluster whose bind never awaits."""
+        if not self.cluster.binds_inline or outcome.waits:
             return False
         fw = profile.framework
         if fw.pre_bind:
             return False
         if fw.bind:
             first = fw.bind[0]
-            if type(first) is not DefaultBinder or first.handle.cluster is not self.backend:
+            if not first.binds_through_cluster or first.handle.cluster is not self.cluster:
                 return False
         extenders = self.extenders()
-        return not extenders.extenders or extenders.binder(outcome.pod) is None
+        return not len(extenders) or extenders.binder(outcome.pod) is None
 
     async def _flush(self) -> None:
         """Run the batched inline binding cycles, in the order they were started."""
@@ -210,7 +209,7 @@ class Binder:
     async def _bind(self, profile: Profile, outcome: Outcome) -> Status:
         pod, node = outcome.pod, outcome.node or ""
         extenders = self.extenders()
-        binder = extenders.binder(pod) if extenders.extenders else None
+        binder = extenders.binder(pod) if len(extenders) else None
         if binder is not None:
             try:
                 await binder.bind(pod, node)
@@ -222,7 +221,7 @@ class Binder:
         if not plugins:
             # No Bind plugin in the profile: bind as DefaultBinder does, through the cluster.
             try:
-                await self.backend.bind(pod, node)
+                await self.cluster.bind(pod, node)
             except (AlreadyAssignedError, BindingUnknownError) as err:
                 outcome.bind_error = err
                 return Status.error(str(err)).with_plugin("DefaultBinder")

@@ -27,12 +27,13 @@ from kubesched.core.nodetable import NodeTable, Rows
 from kubesched.core.podinfo import PodInfo
 from kubesched.framework.build import Profile
 from kubesched.framework.diagnosis import Diagnosis
-from kubesched.framework.interfaces import CycleState, NodeBatch, PostFilterPlugin
+from kubesched.framework.interfaces import CycleState, NodeBatch, PostFilterPlugin, PreFilterResult
 from kubesched.framework.runtime import Framework, FrameworkError, plugin_error, select_host
 from kubesched.framework.status import SUCCESS, Code, Status
 from kubesched.scheduler.engine.batch import OpportunisticBatch
+from kubesched.scheduler.engine.extenders import ExtenderError, Extenders, NoExtenders
 from kubesched.scheduler.engine.nominator import Nominator
-from kubesched.scheduler.remote.extenders import ExtenderError, ExtenderSet
+from kubesched.scheduler.engine.queue import QueuedPod
 
 log = logging.getLogger("kubesched.scheduler")
 NO_NODES = "no nodes available to schedule pods"
@@ -91,6 +92,10 @@ class Outcome:
     hinted: int | None = None
     failure: FrameworkError | None = None  # the plugin error that ended the attempt (for the metric)
     bind_error: Exception | None = None  # what the binding raised (AlreadyAssignedError, BindingUnknownError)
+    # Set by the scheduler for the binding's completion: the queue's entry (attempts, first queued) and
+    # when the attempt began (perf_counter), for the end-to-end latency it reports.
+    queued: QueuedPod | None = None
+    started: float = 0.0
 
     @property
     def error(self) -> bool:
@@ -104,7 +109,7 @@ class Cycle:
         self,
         cache: ClusterCache,
         *,
-        extenders: ExtenderSet | None = None,
+        extenders: Extenders | None = None,
         nominator: Nominator | None = None,
         percentage_of_nodes_to_score: int = 0,
         rng: random.Random | None = None,
@@ -114,7 +119,7 @@ class Cycle:
         record_plugin: Callable[[str, str, Code, float], None] | None = None,
     ) -> None:
         self.cache = cache
-        self.extenders = extenders if extenders is not None else ExtenderSet(())
+        self.extenders: Extenders = extenders if extenders is not None else NoExtenders()
         self.nominator = nominator if nominator is not None else Nominator()
         self.percentage = percentage_of_nodes_to_score
         self.rng = rng or random.Random()
@@ -183,7 +188,8 @@ class Cycle:
         if isinstance(found, _Nominated):
             # The filter extenders are awaited with the table as the cache has it: nominated pods are
             # counted only inside `_search`, which never awaits (another task may change the table now).
-            names = await self._extender_filter(out, found.table, found.rows, Diagnosis())
+            names, rejected = await self._extender_filter(pod, found.table, found.rows, Diagnosis())
+            out.extender_rejected = rejected
             row = self.cache.table.index.get(names[0]) if names else None
             if row is not None:
                 out.node = self.cache.table.names[row]
@@ -197,7 +203,8 @@ class Cycle:
         signature, hinted = out.signature, out.hinted
         out.evaluated = len(feasible) + diagnosis.rejected_count()
         if len(feasible) and self.extenders.filters(pod):
-            names = await self._extender_filter(out, table, feasible, diagnosis)
+            names, rejected = await self._extender_filter(pod, table, feasible, diagnosis)
+            out.extender_rejected = out.extender_rejected or rejected
             feasible = self.cache.table.rows_for(names)
             table = self.cache.table
         out.feasible = len(feasible)
@@ -247,10 +254,10 @@ class Cycle:
         record, clock = self.record, time.perf_counter
         with self._nominated_pods(table, pod, added) if len(self.nominator) else _NOTHING:
             began = clock()
-            status, allowed = fw.run_pre_filter(state, pod, table)
-            record(("PreFilter", status.code, profile.name), clock() - began)
-            if status.rejected:
-                diagnosis.pre_filter = status
+            pre = fw.run_pre_filter(state, pod, table)
+            record(("PreFilter", pre.status.code, profile.name), clock() - began)
+            if pre.status.rejected:
+                diagnosis.pre_filter = pre.status
                 return table.rows()[:0]
             signature: Hashable | None = None
             hinted: int | None = None
@@ -259,7 +266,7 @@ class Cycle:
                 hinted = batch.hint(fw, state, pod, table, signature, self.count)
             out.signature, out.hinted = signature, hinted
             if try_nominated:
-                nominated = self._try_nominated(fw, state, pod, table, allowed)
+                nominated = self._try_nominated(fw, state, pod, table, pre)
                 if nominated is not None and added:
                     nominated = self._second_pass(fw, pod, table, nominated, added, Diagnosis())
                 if nominated is not None and len(nominated):
@@ -268,13 +275,13 @@ class Cycle:
                     if batch is not None:
                         batch.store(signature, hinted, int(nominated[0]), table, self.count, None)
                     return int(nominated[0])
-            if hinted is not None and self._hint_passes(fw, state, pod, table, hinted, allowed, added):
+            if hinted is not None and self._hint_passes(fw, state, pod, table, hinted, pre, added):
                 out.evaluated = out.feasible = 1
                 if batch is not None:
                     batch.store(signature, hinted, hinted, table, self.count, None)
                 return hinted
             began = clock()
-            feasible = self._find(profile, state, pod, table, allowed, diagnosis)
+            feasible = self._find(profile, state, pod, table, pre, diagnosis)
             if added:
                 feasible = self._second_pass(fw, pod, table, feasible, added, diagnosis)
             record(("Filter", Code.SUCCESS, profile.name), clock() - began)  # over all nodes, as upstream
@@ -319,7 +326,7 @@ class Cycle:
                 table.remove_pod(row, other.uid)
         try:
             state = CycleState()
-            status, _ = fw.run_pre_filter(state, pod, table)
+            status = fw.run_pre_filter(state, pod, table).status
             if status.rejected:
                 passed = rows[:0]
                 diagnosis.add(rows[again], np.ones(int(again.sum()), dtype=np.int32), (status,))
@@ -341,30 +348,28 @@ class Cycle:
         pod: PodInfo,
         table: NodeTable,
         hinted: int,
-        allowed: frozenset[str] | None,
+        pre: PreFilterResult,
         added: dict[int, list[PodInfo]],
     ) -> bool:
         """Whether the batch's hinted node passes (and passes the second pass too, if it had nominated pods)."""
-        if not self._fits(fw, state, pod, table, hinted, allowed):
+        if not self._fits(fw, state, pod, table, hinted, pre):
             return False
         if hinted not in added:
             return True
         return bool(len(self._second_pass(fw, pod, table, np.array([hinted]), added, Diagnosis())))
 
     @staticmethod
-    def _fits(
-        fw: Framework, state: CycleState, pod: PodInfo, table: NodeTable, row: int, allowed: frozenset[str] | None
-    ) -> bool:
-        if allowed is not None and table.names[row] not in allowed:
+    def _fits(fw: Framework, state: CycleState, pod: PodInfo, table: NodeTable, row: int, pre: PreFilterResult) -> bool:
+        if not pre.allows(table.names[row]):
             return False
         return fw.passes(state, pod, table, row)
 
     def _try_nominated(
-        self, fw: Framework, state: CycleState, pod: PodInfo, table: NodeTable, allowed: frozenset[str] | None
+        self, fw: Framework, state: CycleState, pod: PodInfo, table: NodeTable, pre: PreFilterResult
     ) -> Rows | None:
         node = self.nominator.node_of(pod.uid) or pod.pod.status.nominated_node_name
         row = table.index.get(node) if node else None
-        if row is None or not self._fits(fw, state, pod, table, row, allowed):
+        if row is None or not self._fits(fw, state, pod, table, row, pre):
             return None
         return np.array([row], dtype=np.intp)
 
@@ -374,18 +379,14 @@ class Cycle:
         state: CycleState,
         pod: PodInfo,
         table: NodeTable,
-        allowed: frozenset[str] | None,
+        pre: PreFilterResult,
         diagnosis: Diagnosis,
     ) -> Rows:
         """Filter from the rotating start until enough nodes are feasible."""
         fw = profile.framework
         rows = table.ordered_rows()  # zones interleaved, as kube-scheduler lists its snapshot's nodes
         live = len(rows)
-        if allowed is not None:
-            names = table.names
-            rows = rows[np.fromiter((names[r] in allowed for r in rows.tolist()), dtype=np.bool_, count=len(rows))]
-            narrowed = state.get("#prefilter-narrowed-by", [])
-            diagnosis.absent = Status.unresolvable(f"node(s) didn't satisfy plugin(s) [{' '.join(narrowed)}]")
+        rows = pre.narrow(table, rows, diagnosis)
         n = len(rows)
         if n == 0:
             return rows
@@ -412,14 +413,15 @@ class Cycle:
         self.next_start = (self.next_start + pos) % live
         return feasible[:k]
 
-    async def _extender_filter(self, out: Outcome, table: NodeTable, rows: Rows, diagnosis: Diagnosis) -> list[str]:
-        """Names that pass every interested filter extender; their rejections join the diagnosis."""
+    async def _extender_filter(
+        self, pod: PodInfo, table: NodeTable, rows: Rows, diagnosis: Diagnosis
+    ) -> tuple[list[str], bool]:
+        """Names that pass every interested filter extender, and whether they rejected any; their
+        rejections join the diagnosis."""
         names: list[str] = table.name_array()[rows].tolist()
-        if not self.extenders.filters(out.pod):
-            return names
-        passed, statuses = await self.extenders.filter(out.pod, table, names)
-        if len(passed) < len(names):
-            out.extender_rejected = True
+        if not self.extenders.filters(pod):
+            return names, False
+        passed, statuses = await self.extenders.filter(pod, table, names)
         table = self.cache.table
         by_status: dict[Status, list[int]] = {}
         for name, status in statuses.items():
@@ -428,17 +430,12 @@ class Cycle:
                 by_status.setdefault(status, []).append(row)
         for status, failed in by_status.items():
             diagnosis.add(np.asarray(failed, dtype=np.intp), np.ones(len(failed), dtype=np.int32), (status,))
-        return passed
+        return passed, len(passed) < len(names)
 
     def _fail(self, profile: Profile, out: Outcome, diagnosis: Diagnosis, total: int) -> None:
         """No feasible node: PostFilter (preemption), then kube-scheduler's FitError message."""
         pod, state = out.pod, out.state
-        plugins: set[str] = set()
-        for rej in diagnosis.rejections:
-            plugins.update([rej.plugin] if rej.plugin else [s.plugin for s in rej.statuses])
-        plugins.discard("")
-        if diagnosis.pre_filter is not None and diagnosis.pre_filter.plugin:
-            plugins.add(diagnosis.pre_filter.plugin)
+        plugins = diagnosis.plugins()
         if out.extender_rejected:
             plugins.add(EXTENDER)
         out.plugins = frozenset(plugins)

@@ -27,16 +27,19 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from kubesched.core.podinfo import PodInfo
+from kubesched.framework.events import NODE_ADD as NODE_ADD
+from kubesched.framework.events import NODE_UPDATE as NODE_UPDATE
+from kubesched.framework.events import POD_ADD as POD_ADD
+from kubesched.framework.events import POD_DELETE as POD_DELETE
+from kubesched.framework.events import POD_UPDATE as POD_UPDATE
+from kubesched.framework.events import ClusterEvent
 from kubesched.framework.status import SUCCESS, Code, Status
 
 UNSCHEDULABLE_TIMEOUT = 300.0
 ACTIVE, BACKOFF, UNSCHEDULABLE, GATED = "active", "backoff", "unschedulable", "gated"
 
-# Cluster events that can make a rejected pod schedulable.
-NODE_ADD, NODE_UPDATE, POD_DELETE, POD_ADD, POD_UPDATE = "NodeAdd", "NodeUpdate", "PodDelete", "PodAdd", "PodUpdate"
-
-# scheduler_queue_incoming_pods_total's event label, as kube-scheduler spells it (ClusterEvent.Label()).
-_EVENT_LABEL = {POD_DELETE: "AssignedPodDelete", POD_ADD: "AssignedPodAdd", POD_UPDATE: "AssignedPodUpdate"}
+# scheduler_queue_incoming_pods_total's event labels, as kube-scheduler spells them; a cluster event's is
+# its ClusterEvent.label.
 UNSCHEDULED_POD_ADD, UNSCHEDULED_POD_UPDATE = "UnschedulablePodAdd", "UnschedulablePodUpdate"
 ATTEMPT_FAILURE, BACKOFF_COMPLETE, TIMEOUT_EVENT = "ScheduleAttemptFailure", "BackoffComplete", "UnschedulableTimeout"
 
@@ -87,7 +90,7 @@ class QueuedPod:
 SortKey = Callable[[PodInfo, float], tuple[Any, ...]]
 PreEnqueue = Callable[[QueuedPod], Status]
 # (a parked pod, the event, the table row of the node it concerns, the pod it concerns): may it help the pod?
-Interest = Callable[[QueuedPod, str, int | None, PodInfo | None], bool]
+Interest = Callable[[QueuedPod, ClusterEvent, int | None, PodInfo | None], bool]
 
 
 def priority_then_arrival(pod: PodInfo, queued_at: float) -> tuple[Any, ...]:
@@ -320,12 +323,12 @@ class SchedulingQueue:
 
     # ---- cluster events ------------------------------------------------------------------------------
 
-    def on_event(self, event: str, node: int | None = None, pod: PodInfo | None = None, skip: str = "") -> int:
+    def on_event(self, event: ClusterEvent, node: int | None = None, pod: PodInfo | None = None, skip: str = "") -> int:
         """A cluster event (about the node at table row ``node`` or about ``pod``, if given): move the
         parked pods it may help (never the pod of UID ``skip``); returns how many moved."""
         self._moves += 1
         moved = 0
-        self._event = _EVENT_LABEL.get(event, event)
+        self._event = event.label
         if self._counts[UNSCHEDULABLE]:
             for entry in [e for e in self._pods.values() if e.where == UNSCHEDULABLE and e.info.uid != skip]:
                 if self.interested(entry, event, node, pod):

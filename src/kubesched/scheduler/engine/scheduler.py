@@ -22,55 +22,38 @@ from dataclasses import dataclass
 from typing import Any
 
 import msgspec
-import numpy as np
 
 from kubesched.api.core import Node, Pod
 from kubesched.cluster.cache import ClusterCache
 from kubesched.config.model import DEFAULT_SCHEDULER_NAME
 from kubesched.core.podinfo import PodInfo
 from kubesched.framework.build import Profile
+from kubesched.framework.handle import DefaultSelector
 from kubesched.framework.interfaces import (
     AlreadyAssignedError,
     BindingUnknownError,
     CycleState,
     Handle,
-    NodeBatch,
+    PostFilterPlugin,
     QueueSortPlugin,
 )
 from kubesched.framework.runtime import FrameworkError, plugin_error
 from kubesched.framework.status import SUCCESS, Status
 from kubesched.scheduler.engine import queue as q
 from kubesched.scheduler.engine.binding import Binder, WaitingPods
-from kubesched.scheduler.engine.cycle import EXTENDER, Cycle, Outcome, unreserve
+from kubesched.scheduler.engine.built import Built
+from kubesched.scheduler.engine.cycle import Cycle, Outcome, unreserve
+from kubesched.scheduler.engine.extenders import Candidates, Extenders, ExtendersFactory, no_extenders
+from kubesched.scheduler.engine.hints import QueueingHints
 from kubesched.scheduler.engine.nominator import Nominator
 from kubesched.scheduler.engine.unknown import DEFAULT_TTL as DEFAULT_UNKNOWN_TTL
 from kubesched.scheduler.engine.unknown import Unknown, UnknownBindings
 from kubesched.scheduler.engine.writer import SCHEDULER_ERROR, UNSCHEDULABLE, ClusterWriter
 from kubesched.scheduler.metrics import SchedulerMetrics
-from kubesched.scheduler.profiles.manager import Built
-from kubesched.scheduler.remote.extenders import ExtenderSet, preempt_hook
 
 log = logging.getLogger("kubesched.scheduler")
 V2 = 15  # kube-scheduler's V(2): details an operator turns on with -v 2
 _TERMINAL = ("Succeeded", "Failed")
-_NODE_EVENTS = frozenset({q.NODE_ADD, q.NODE_UPDATE})
-_POD_EVENTS = frozenset({q.POD_ADD, q.POD_UPDATE, q.POD_DELETE})
-# The cluster events that can make a pod a plugin rejected schedulable (kube-scheduler's EventsToRegister,
-# coarsened); a plugin class may declare its own `events`. Unknown plugins: every event.
-PLUGIN_EVENTS: dict[str, frozenset[str]] = {
-    "NodeUnschedulable": _NODE_EVENTS,
-    "NodeName": frozenset({q.NODE_ADD}),
-    "TaintToleration": _NODE_EVENTS,
-    "NodeAffinity": _NODE_EVENTS,
-    "NodePorts": frozenset({q.NODE_ADD, q.POD_DELETE}),
-    "NodeResourcesFit": frozenset({q.NODE_ADD, q.NODE_UPDATE, q.POD_DELETE, q.POD_UPDATE}),
-    "PodTopologySpread": _NODE_EVENTS | _POD_EVENTS,
-    "InterPodAffinity": _NODE_EVENTS | _POD_EVENTS,
-}
-ALL_EVENTS = _NODE_EVENTS | _POD_EVENTS
-# Plugins whose Filter judges a node by itself and the pod (no PreFilter state): their hint for a node
-# event is their verdict on that node.
-NODE_LOCAL = frozenset({"NodeUnschedulable", "NodeName", "TaintToleration", "NodeAffinity", "NodeResourcesFit"})
 
 
 @dataclass(slots=True)
@@ -86,13 +69,16 @@ class Scheduler:
     """One scheduler over one cache, with the profiles of one configuration (swappable).
 
     ``build`` turns a handle factory into a configuration (`Loaded.build` of profiles/manager.py, `build_default`);
-    it may raise ConfigError. `apply` swaps in a later one built with `make_handle`.
+    it may raise ConfigError. `apply` swaps in a later one built with `make_handle`. ``cluster`` is where
+    pods are bound and reports go (the plugins' `handle.cluster` too); ``extenders`` makes the configured
+    extenders' client (`remote.extenders.ExtenderSet`; without it, a configuration naming some is refused);
+    ``default_selector`` feeds PodTopologySpread's default constraints (`cluster.workloads`).
     """
 
     def __init__(
         self,
         cache: ClusterCache,
-        backend: ClusterWriter,
+        cluster: ClusterWriter,
         build: Callable[[Callable[[str], Handle]], Built],
         *,
         clock: q.Clock | None = None,
@@ -100,26 +86,30 @@ class Scheduler:
         metrics: SchedulerMetrics | None = None,
         bind_concurrency: int = 256,
         batching: bool = True,
-        services: Mapping[str, Any] | None = None,
+        extenders: ExtendersFactory = no_extenders,
+        default_selector: DefaultSelector | None = None,
         binding_unknown_ttl: float = DEFAULT_UNKNOWN_TTL,
     ) -> None:
         self.cache = cache
         # Pods whose binding's answer was lost, still counted on their node until known (unknown.py).
-        self._uncertain = UnknownBindings(getattr(backend, "bound_node", None), self._settled, binding_unknown_ttl)
+        self._uncertain = UnknownBindings(cluster.bound_node, self._settled, binding_unknown_ttl)
         self._sort_errors: dict[str, FrameworkError] = {}  # pods whose QueueSort key raised, by UID
-        self._services = dict(services or {})  # more services for the plugins (run.py: the workloads)
-        self.backend = backend
+        self._default_selector = default_selector
+        self._make_extenders = extenders
+        self.cluster = cluster
         self.metrics = metrics or SchedulerMetrics()
         self.waiting = WaitingPods()
         self.nominator = Nominator()
         # Plugins get their handle while the configuration is built: hence a builder, not a Built.
         self.built = built = build(self.make_handle)
-        self.extenders = ExtenderSet(built.config.extenders)
+        self.extenders: Extenders = extenders(built.config.extenders)
         self._wakeup = asyncio.Event()
+        self.hints = QueueingHints(lambda: cache.table)
+        self.hints.register(built.profiles)
         self.queue = q.SchedulingQueue(
             clock=clock,
             pre_enqueue=self._pre_enqueue,
-            interested=self._interested,
+            interested=self.hints,
             initial_backoff=built.config.pod_initial_backoff_seconds,
             max_backoff=built.config.pod_max_backoff_seconds,
             notify=self._wakeup.set,
@@ -135,7 +125,7 @@ class Scheduler:
             record=self.metrics.extension_points.observe,
             record_plugin=self.metrics.plugin,
         )
-        self.binder = Binder(backend, lambda: self.extenders, self.waiting, self._bound, bind_concurrency)
+        self.binder = Binder(cluster, lambda: self.extenders, self.waiting, self._bound, bind_concurrency)
         self.metrics.follow_queue(self.queue.pending, self.queue.incoming, self.queue.unschedulable_by_plugin)
         self.metrics.follow_batches(self.cycle.batch_counts)
         self.placements: dict[str, Placement] = {}  # by pod key, for the embedded default's report
@@ -148,14 +138,25 @@ class Scheduler:
     # ---- profiles ---------------------------------------------------------------------------------------
 
     def make_handle(self, scheduler_name: str) -> Handle:
-        """The handle a profile's plugins get: the cluster, and the services the scheduler offers."""
-        services: dict[str, Any] = {
-            "preempt_extenders": preempt_hook(lambda: self.extenders, lambda: self.cache.table),
-            "waiting_pods": self.waiting,
-            "nominator": self.nominator,
-            **self._services,
-        }
-        return Handle(scheduler_name=scheduler_name, cluster=self.backend, services=services)
+        """The handle a profile's plugins get: the cluster and what the scheduler offers them."""
+        return Handle(
+            scheduler_name=scheduler_name,
+            cluster=self.cluster,
+            nominator=self.nominator,
+            waiting_pods=self.waiting,
+            preempt_extenders=self._preempt_extenders,
+            default_selector=self._default_selector,
+        )
+
+    def _preempt_extenders(self, pod: PodInfo, candidates: Candidates) -> Candidates:
+        """DefaultPreemption's candidates, trimmed by the extenders of the moment (a reload may replace them)."""
+
+        def pods_on(node: str) -> Mapping[str, PodInfo]:
+            table = self.cache.table
+            row = table.index.get(node)
+            return table.pods_on(row) if row is not None else {}
+
+        return self.extenders.preempt(pod, candidates, pods_on)
 
     def profile_for(self, pod: Pod) -> str:
         return pod.spec.scheduler_name or DEFAULT_SCHEDULER_NAME
@@ -166,13 +167,14 @@ class Scheduler:
         self.built = built
         if built.config.extenders != old.config.extenders:
             stale = self.extenders
-            self.extenders = ExtenderSet(built.config.extenders)
+            self.extenders = self._make_extenders(built.config.extenders)
             self.cycle.extenders = self.extenders
             self._spawn(stale.aclose())
         self.cycle.percentage = built.config.percentage_of_nodes_to_score
         self.queue.initial_backoff = built.config.pod_initial_backoff_seconds
         self.queue.max_backoff = built.config.pod_max_backoff_seconds
         self.queue.resort(self._sort_key(built))
+        self.hints.register(built.profiles)
         for entry in self.queue.entries():
             if entry.profile not in built.profiles:
                 self.queue.delete(entry.info.uid)
@@ -221,58 +223,6 @@ class Scheduler:
 
     def _plugin_failed(self, profile: str, err: FrameworkError) -> None:
         self.metrics.plugin_error(profile, err.status.plugin, err.point)
-
-    def _interested(self, entry: q.QueuedPod, event: str, node: int | None, other: PodInfo | None) -> bool:
-        """Whether ``event`` may help a pod the ``unschedulable_plugins`` rejected (kube-scheduler's
-        queueing hints): for a node added or changed, a plugin that judges a node alone says so by
-        filtering that very node; for a pod added or gone, a plugin with a `queueing_hint` answers;
-        others by the events they register."""
-        if not entry.unschedulable_plugins or EXTENDER in entry.unschedulable_plugins:
-            return True
-        registry = self.built.registry
-        profile = self.built.profiles.get(entry.profile)
-        for name in entry.unschedulable_plugins:
-            cls = registry.get(name)
-            events = getattr(cls, "events", None) or PLUGIN_EVENTS.get(name, ALL_EVENTS)
-            if event not in events:
-                continue
-            if other is not None and profile is not None:
-                if self._pod_hint(profile, name, entry.info, event, other):
-                    return True
-                continue
-            if node is None or name not in NODE_LOCAL or profile is None:
-                return True
-            if self._passes(profile, name, entry.info, node):
-                return True
-        return False
-
-    @staticmethod
-    def _pod_hint(profile: Profile, plugin_name: str, pod: PodInfo, event: str, other: PodInfo) -> bool:
-        """A plugin's `queueing_hint` for a pod event (no hint: the event may help)."""
-        plugin = next((p for p in profile.framework.plugins if p.name == plugin_name), None)
-        hint = getattr(plugin, "queueing_hint", None)
-        if hint is None:
-            return True
-        try:
-            return bool(hint(pod, event, other))
-        except Exception as err:  # a failing hint must not keep the pod parked
-            plugin_error("QueueingHint", plugin, pod, err)
-            return True
-
-    def _passes(self, profile: Profile, plugin_name: str, pod: PodInfo, row: int) -> bool:
-        """Whether a node-local plugin's Filter lets ``pod`` onto the table's ``row`` now."""
-        plugin = next((p for p in profile.framework.filter if p.name == plugin_name), None)
-        if plugin is None:
-            return True
-        table = self.cache.table
-        if row >= table.size or table.nodes[row] is None:
-            return False
-        try:
-            verdicts = plugin.filter(CycleState(), pod, NodeBatch(table, np.array([row], dtype=np.intp)))
-        except Exception as err:  # a plugin failing here must not keep the pod parked: let it try
-            plugin_error("QueueingHint", plugin, pod, err)
-            return True
-        return verdicts.all_passed or not int(verdicts.codes[0])
 
     # ---- cluster events (the watch and the in-memory cluster call these) ----------------------------
 
@@ -447,8 +397,7 @@ class Scheduler:
             self._plugin_failed(profile.name, out.failure)
         if out.node is not None:
             self.queue.done(pod.uid)
-            out.state["#queued"] = entry  # the binding's completion reports the e2e latency
-            out.state["#started"] = started
+            out.queued, out.started = entry, started  # the binding's completion reports the e2e latency
             self._binding[pod.uid] = entry
             self.binder.start(profile, out)
             return
@@ -464,12 +413,12 @@ class Scheduler:
             nominated = out.nominated
             self.nominator.add(pod, out.nominated)
             self.metrics.preemption_attempts.inc()
-            victims = getattr(out.state.get(getattr(out.post_filter, "name", "")), "victims", None)
-            if victims is not None:
-                self.metrics.preemption_victims.observe(len(victims))
-            evict = getattr(out.post_filter, "evict", None)
-            if evict is not None:
-                self._spawn(self._evict(evict, out.state, pod, out.nominated))
+            plugin = out.post_filter
+            if plugin is not None:
+                victims = plugin.victims(out.state)
+                if victims is not None:
+                    self.metrics.preemption_victims.observe(victims)
+                self._spawn(self._after_nomination(plugin, out.state, pod, out.nominated))
         elif previous:
             nominated = ""  # as kube-scheduler: a failed attempt without a new nomination clears it
             self.nominator.remove(pod.uid)
@@ -477,12 +426,12 @@ class Scheduler:
         reason = SCHEDULER_ERROR if out.error else UNSCHEDULABLE
         log.debug("pod %s unschedulable: %s", pod.key, out.message, extra={"pod": pod.key, "profile": profile.name})
         self.placements[pod.key] = Placement(pod.key, None, out.message)
-        self.backend.failed(pod, profile.name, reason, out.message, nominated)
+        self.cluster.failed(pod, profile.name, reason, out.message, nominated)
 
-    async def _evict(self, evict: Callable[[Any, PodInfo], Any], state: Any, pod: PodInfo, node: str) -> None:
+    async def _after_nomination(self, plugin: PostFilterPlugin, state: CycleState, pod: PodInfo, node: str) -> None:
         """Preemption's evictions, off the scheduling path; then the preemptor may be tried again."""
-        status = await evict(state, pod)
-        if isinstance(status, Status) and not status.ok:
+        status = await plugin.after_nomination(state, pod)
+        if not status.ok:
             log.warning(
                 "preempting for %s on %s failed: %s",
                 pod.key,
@@ -493,8 +442,8 @@ class Scheduler:
         self.queue.recheck_gates()
 
     def _bound(self, out: Outcome, status: Status, _seconds: float) -> None:
-        pod, node, state = out.pod, out.node or "", out.state
-        entry: q.QueuedPod = state["#queued"]
+        pod, node, entry = out.pod, out.node or "", out.queued
+        assert entry is not None  # set before the binding cycle started
         profile = self.built.profiles.get(entry.profile)
         name = profile.name if profile else entry.profile
         if out.failure is not None:
@@ -526,18 +475,18 @@ class Scheduler:
             self._uncertain.add(pod, node, name, status.message, (out, entry))
             return
         still_pending = self._binding.pop(pod.uid, None) is not None
-        self.metrics.attempt("error", name, time.perf_counter() - state["#started"])
+        self.metrics.attempt("error", name, time.perf_counter() - out.started)
         fields = {"pod": pod.key, "node": node, "profile": name, "plugin": status.plugin}
         log.warning("binding %s to %s failed: %s", pod.key, node, status.message, extra=fields)
         self._binding_failed(profile, out, entry, status, still_pending)
 
     def _report_bound(self, profile: str, out: Outcome, entry: q.QueuedPod) -> None:
         pod, node = out.pod, out.node or ""
-        self.metrics.attempt("scheduled", profile, time.perf_counter() - out.state["#started"])
+        self.metrics.attempt("scheduled", profile, time.perf_counter() - out.started)
         self.metrics.scheduled(entry.attempts, self.queue.clock.now() - entry.first_queued_at)
         self.placements[pod.key] = Placement(pod.key, node, None)
         log.log(V2, "Successfully bound pod to node", extra={"pod": pod.key, "node": node, "profile": profile})
-        self.backend.scheduled(pod, node, profile)
+        self.cluster.scheduled(pod, node, profile)
 
     def _binding_failed(
         self, profile: Profile | None, out: Outcome, entry: q.QueuedPod, status: Status, requeue: bool
@@ -558,12 +507,12 @@ class Scheduler:
         if rejected:  # after the requeue, as upstream defers it: the pod itself stays where it went
             self.queue.on_event(q.POD_DELETE, pod=pod, skip=pod.uid)
         name = profile.name if profile else entry.profile
-        self.backend.failed(pod, name, UNSCHEDULABLE if rejected else SCHEDULER_ERROR, status.message, None)
+        self.cluster.failed(pod, name, UNSCHEDULABLE if rejected else SCHEDULER_ERROR, status.message, None)
 
     def _move_bound(self, out: Outcome, where: str) -> None:
         """The pod is bound to ``where`` (maybe not the node it was assumed on): counted there."""
         pod, node = out.pod, out.node or ""
-        profile = self.built.profiles.get(out.state["#queued"].profile)
+        profile = self.built.profiles.get(out.queued.profile) if out.queued else None
         if where != node and profile is not None:
             unreserve(profile.framework, out.state, pod, node)
         if self.cache.is_assumed(pod.uid) or self.cache.pod_node(pod.uid) is None:
@@ -595,7 +544,7 @@ class Scheduler:
             self.queue.on_event(q.POD_DELETE, pod=out.pod)
         else:
             still_pending = self._binding.pop(uid, None) is not None
-            self.metrics.attempt("error", u.profile, time.perf_counter() - out.state["#started"])
+            self.metrics.attempt("error", u.profile, time.perf_counter() - out.started)
             message = f"{u.message}; the pod is not bound"
             self._binding_failed(profile, out, entry, Status.error(message).with_plugin("DefaultBinder"), still_pending)
 

@@ -16,6 +16,17 @@ SCHEDULER_ERROR = "SchedulerError"
 
 
 class ClusterWriter(ClusterAPI, Protocol):
+    """The cluster the scheduler writes to: the plugins' `ClusterAPI` (bind, evict, …) plus reports."""
+
+    @property
+    def binds_inline(self) -> bool:
+        """Whether `bind` never awaits (the in-memory cluster): binding cycles that only bind through it
+        may then run without a task each (see `Binder`)."""
+
+    async def bound_node(self, pod: PodInfo) -> str | None:
+        """Where the pod is bound now: its node, '' while pending, None when it is gone; raises
+        ClusterAPIError when the cluster cannot say (the scheduler asks after a binding's answer was lost)."""
+
     def scheduled(self, pod: PodInfo, node: str, scheduler_name: str) -> None:
         """A `Scheduled` event: `Successfully assigned <ns>/<name> to <node>`."""
 

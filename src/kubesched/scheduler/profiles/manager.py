@@ -23,12 +23,13 @@ from typing import Any, Generic, TypeVar
 
 from kubesched.config.profiles import ConfigError, SchedulerConfiguration, default_configuration, read_file
 from kubesched.errors import FieldError, index
-from kubesched.framework.build import Profile, build_profiles
+from kubesched.framework.build import build_profiles
 from kubesched.framework.interfaces import Handle
 from kubesched.framework.loader import load_object
 from kubesched.framework.profile import extension_points
 from kubesched.framework.registry import Registry, RegistryError
 from kubesched.plugins import UPSTREAM_DEFAULT_PLUGINS, in_tree
+from kubesched.scheduler.engine.built import Built as Built
 
 ENTRY_POINT_GROUP = "kubesched.plugins"
 log = logging.getLogger("kubesched.scheduler")
@@ -82,15 +83,6 @@ def module_files(modules: Sequence[str]) -> list[Path]:
 
 
 # ---- building --------------------------------------------------------------------------------------
-
-
-@dataclass
-class Built:
-    """Everything a configuration yields, swapped in as one value."""
-
-    config: SchedulerConfiguration
-    registry: Registry
-    profiles: dict[str, Profile]
 
 
 def build(

@@ -22,7 +22,7 @@ import socket
 import time
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, ClassVar
 
 import msgspec
 
@@ -72,6 +72,8 @@ class RateLimiter:
 
 class APIServerWriter:
     """Binds, evicts and reports through the API server."""
+
+    binds_inline: ClassVar[bool] = False  # `bind` awaits the API server
 
     def __init__(
         self,

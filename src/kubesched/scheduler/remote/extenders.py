@@ -19,7 +19,7 @@ import logging
 import os
 import ssl
 import tempfile
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TypeVar
 
@@ -31,19 +31,13 @@ from kubesched.api.core import NodeList
 from kubesched.config.model import Extender
 from kubesched.core.nodetable import NodeTable, Rows
 from kubesched.core.podinfo import PodInfo
-from kubesched.errors import PluginError
 from kubesched.framework.status import Status
+from kubesched.scheduler.engine.extenders import Candidates, PodsOn
+from kubesched.scheduler.engine.extenders import ExtenderError as ExtenderError
 
 log = logging.getLogger("kubesched.scheduler")
 MAX_NODE_SCORE = 100
 T = TypeVar("T")
-# Victims per node as DefaultPreemption proposes them: (victim pods, PDB violations).
-Candidates = Mapping[str, tuple[Sequence[PodInfo], int]]
-PodsOn = Callable[[str], Mapping[str, PodInfo]]
-
-
-class ExtenderError(PluginError):
-    """A non-ignorable extender failed: the scheduling attempt fails with an error."""
 
 
 def _tls(config: Extender) -> ssl.SSLContext | bool:
@@ -228,7 +222,7 @@ class _HostPriority(msgspec.Struct):
 
 
 class ExtenderSet:
-    """The configured extenders, ignorable ones last, as kube-scheduler orders them."""
+    """The configured extenders, ignorable ones last, as kube-scheduler orders them (the engine's `Extenders`)."""
 
     def __init__(self, configs: Sequence[Extender]) -> None:
         ordered = [c for c in configs if not c.ignorable] + [c for c in configs if c.ignorable]
@@ -301,22 +295,3 @@ class ExtenderSet:
                     continue
                 raise
         return candidates
-
-
-def preempt_hook(
-    extenders: Callable[[], ExtenderSet], table: Callable[[], NodeTable]
-) -> Callable[[PodInfo, Candidates], Candidates]:
-    """The `preempt_extenders` service DefaultPreemption calls: (pod, candidates) -> trimmed candidates.
-
-    Both arguments are read at call time: a reload may replace the extenders, a relist the table.
-    """
-
-    def pods_on(node: str) -> Mapping[str, PodInfo]:
-        t = table()
-        row = t.index.get(node)
-        return t.pods_on(row) if row is not None else {}
-
-    def hook(pod: PodInfo, candidates: Candidates) -> Candidates:
-        return extenders().preempt(pod, candidates, pods_on)
-
-    return hook
