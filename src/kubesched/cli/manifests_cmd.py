@@ -16,6 +16,7 @@ import yaml
 from kubesched import pki
 from kubesched.cli.certs_cmd import service_names
 from kubesched.cli.errors import CLIError
+from kubesched.cli.manifests_scheduler import scheduler_plan
 from kubesched.cluster.cache import ClusterCache
 from kubesched.config.model import ManagedResource
 from kubesched.deploy import extender, render, webhook
@@ -30,7 +31,6 @@ from kubesched.deploy.plan import (
     DeployError,
     ExtenderPlan,
     Plan,
-    SchedulerPlan,
     WebhookPlan,
     WebhookRules,
     WebhookTLS,
@@ -55,6 +55,7 @@ _OPTIONS = {
     "exclude_namespaces": "--exclude-namespace",
     "rules": "--webhook-config",
     "rules.files": "--webhook-config",
+    "plugin_files": "--plugin-module",
     "tls": "--certs-dir",
     "plan": "MODE",
 }
@@ -89,6 +90,21 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "--extender-scheduler-name",
         metavar="NAME",
         help=f"schedulerName of the second kube-scheduler ({DEFAULT_EXTENDER_SCHEDULER_NAME})",
+    )
+    sch = p.add_argument_group("scheduler (scheduler, all)")
+    sch.add_argument(
+        "--config",
+        metavar="FILE",
+        type=Path,
+        help="the scheduler's KubeSchedulerConfiguration (profiles, pluginConfig, pluginModules)",
+    )
+    sch.add_argument(
+        "--plugin-module",
+        metavar="FILE.py",
+        type=Path,
+        action="append",
+        default=[],
+        help="a plugin file the config's pluginModules names: shipped in a ConfigMap (repeat)",
     )
     hook = p.add_argument_group("webhook (webhook, all)")
     hook.add_argument(
@@ -145,6 +161,8 @@ def build_plan(args: argparse.Namespace) -> Plan:
     _refuse(args, "--policy", args.policy is not None, wants_extender)
     _refuse(args, "--bind", args.bind, wants_extender)
     _refuse(args, "--extender-scheduler-name", args.extender_scheduler_name is not None, mode != "scheduler")
+    _refuse(args, "--config", args.config is not None, wants_scheduler)
+    _refuse(args, "--plugin-module", bool(args.plugin_module), wants_scheduler)
     for flag, given in (
         ("--webhook-config", args.webhook_config is not None),
         ("--certs-dir", args.certs_dir is not None),
@@ -165,11 +183,11 @@ def build_plan(args: argparse.Namespace) -> Plan:
         )
     names = _scheduler_names(args)
     ext = _extender_plan(args, names["extender"]) if wants_extender else None
-    sched = SchedulerPlan(names["scheduler"]) if wants_scheduler else None
+    sched = scheduler_plan(args, names["scheduler"], args.namespace) if wants_scheduler else None
     hook = None
     if wants_webhook:
         # The default rules judge pods of the schedulers deployed beside the webhook (or named on the command line).
-        ours = [names["scheduler"], names["extender"]] if mode == "all" else [names["scheduler"]]
+        ours = [*sched.scheduler_names, names["extender"]] if sched else [names["scheduler"]]
         if mode == "webhook" and args.extender_scheduler_name:
             ours.append(args.extender_scheduler_name)
         hook = WebhookPlan(

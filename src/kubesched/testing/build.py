@@ -20,6 +20,7 @@ from pathlib import Path
 KUBERNETES_VERSION = "1.35.4"
 ETCD_VERSION = "3.6.16"
 BINARIES = ("kube-apiserver", "kube-scheduler", "etcd")
+HELM_VERSION = "3.22.0"
 
 
 class BuildError(RuntimeError):
@@ -213,6 +214,75 @@ def ensure(k8s: str = KUBERNETES_VERSION, etcd: str = ETCD_VERSION, *, echo: boo
         if echo:
             print(f"built in {sum(times.values()):.0f}s: {times}", flush=True)
     return _binaries(key / "bin")
+
+
+def _platform() -> str:
+    goos = os.uname().sysname.lower()
+    arch = {"x86_64": "amd64", "aarch64": "arm64"}.get(os.uname().machine, os.uname().machine)
+    return f"{goos}-{arch}"
+
+
+def helm_cached(version: str = HELM_VERSION) -> Path | None:
+    """helm if it is built already ($KUBESCHED_HELM names a prebuilt one), else None (never builds)."""
+    env = os.environ.get("KUBESCHED_HELM")
+    if env:
+        if not Path(env).is_file():
+            raise BuildError(f"KUBESCHED_HELM={env} is not a file")
+        return Path(env)
+    key = cache_root() / f"helm-v{version}-{_platform()}"
+    stamp, binary = key / "stamp.json", key / "bin" / "helm"
+    if stamp.is_file() and json.loads(stamp.read_text()).get("version") == version and binary.is_file():
+        return binary
+    return None
+
+
+def ensure_helm(version: str = HELM_VERSION, *, echo: bool = False) -> Path:
+    """helm (helm.sh/helm/v3 at `version`), built from the Go module proxy on first use, under a file lock.
+
+    It shares the control plane's Go module and build caches, whose k8s.io modules it mostly reuses."""
+    found = helm_cached(version)
+    if found:
+        return found
+    reason = go_available()
+    if reason:
+        raise BuildError(reason)
+    root = cache_root()
+    key = root / f"helm-v{version}-{_platform()}"
+    key.mkdir(parents=True, exist_ok=True)
+    with (key / ".lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        found = helm_cached(version)
+        if found:
+            return found
+        env, log, work = _go_env(root), key / "build.log", key / "build"
+        start = time.monotonic()
+        if echo:
+            print(f"building helm v{version} (log: {log})", flush=True)
+        work.mkdir(parents=True, exist_ok=True)
+        (work / "go.mod").write_text("module kubesched.local/helmbuild\n\ngo 1.25.0\n")
+        _run(["go", "get", f"helm.sh/helm/v3@v{version}"], work, env, log)
+        # The version `helm version` prints (upstream's Makefile sets it the same way).
+        pkg = "helm.sh/helm/v3/internal/version"
+        ldflags = f"-X {pkg}.version=v{version} -X {pkg}.gitTreeState=clean -s -w"
+        tmp = key / "bin.tmp"
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir()
+        _run(
+            ["go", "build", "-trimpath", "-ldflags", ldflags, "-o", str(tmp / "helm"), "helm.sh/helm/v3/cmd/helm"],
+            work,
+            env,
+            log,
+        )
+        printed = subprocess.run([str(tmp / "helm"), "version", "--short"], capture_output=True, text=True).stdout
+        if f"v{version}" not in printed:
+            raise BuildError(f"helm version printed {printed!r}, expected v{version}")
+        shutil.rmtree(key / "bin", ignore_errors=True)
+        tmp.rename(key / "bin")
+        seconds = time.monotonic() - start
+        (key / "stamp.json").write_text(json.dumps({"version": version, "seconds": seconds}, indent=1))
+        if echo:
+            print(f"built helm in {seconds:.0f}s", flush=True)
+    return key / "bin" / "helm"
 
 
 if __name__ == "__main__":
