@@ -21,6 +21,7 @@ KUBERNETES_VERSION = "1.35.4"
 ETCD_VERSION = "3.6.16"
 BINARIES = ("kube-apiserver", "kube-scheduler", "etcd")
 HELM_VERSION = "3.22.0"
+_HELM_RECIPE = 2  # bump when the build changes: a cached helm of an older recipe is built again
 
 
 class BuildError(RuntimeError):
@@ -231,8 +232,10 @@ def helm_cached(version: str = HELM_VERSION) -> Path | None:
         return Path(env)
     key = cache_root() / f"helm-v{version}-{_platform()}"
     stamp, binary = key / "stamp.json", key / "bin" / "helm"
-    if stamp.is_file() and json.loads(stamp.read_text()).get("version") == version and binary.is_file():
-        return binary
+    if stamp.is_file() and binary.is_file():
+        recorded = json.loads(stamp.read_text())
+        if recorded.get("version") == version and recorded.get("recipe") == _HELM_RECIPE:
+            return binary
     return None
 
 
@@ -261,9 +264,24 @@ def ensure_helm(version: str = HELM_VERSION, *, echo: bool = False) -> Path:
         work.mkdir(parents=True, exist_ok=True)
         (work / "go.mod").write_text("module kubesched.local/helmbuild\n\ngo 1.25.0\n")
         _run(["go", "get", f"helm.sh/helm/v3@v{version}"], work, env, log)
-        # The version `helm version` prints (upstream's Makefile sets it the same way).
+        # As upstream's Makefile: the version `helm version` prints, and the Kubernetes version `helm template` and
+        # `helm lint` assume (client-go's minor; else v1.20, which charts with a kubeVersion refuse).
+        listed = subprocess.run(
+            ["go", "list", "-m", "-f", "{{.Version}}", "k8s.io/client-go"],
+            cwd=work,
+            env=env,
+            capture_output=True,
+            text=True,
+        )
+        minor = re.match(r"v0\.(\d+)\.", listed.stdout.strip())
+        if minor is None:
+            raise BuildError(f"cannot tell helm's client-go version: {listed.stdout}{listed.stderr}")
         pkg = "helm.sh/helm/v3/internal/version"
         ldflags = f"-X {pkg}.version=v{version} -X {pkg}.gitTreeState=clean -s -w"
+        for where in ("pkg/lint/rules", "pkg/chartutil"):
+            ldflags += (
+                f" -X helm.sh/helm/v3/{where}.k8sVersionMajor=1 -X helm.sh/helm/v3/{where}.k8sVersionMinor={minor[1]}"
+            )
         tmp = key / "bin.tmp"
         shutil.rmtree(tmp, ignore_errors=True)
         tmp.mkdir()
@@ -279,13 +297,21 @@ def ensure_helm(version: str = HELM_VERSION, *, echo: bool = False) -> Path:
         shutil.rmtree(key / "bin", ignore_errors=True)
         tmp.rename(key / "bin")
         seconds = time.monotonic() - start
-        (key / "stamp.json").write_text(json.dumps({"version": version, "seconds": seconds}, indent=1))
+        (key / "stamp.json").write_text(
+            json.dumps({"version": version, "recipe": _HELM_RECIPE, "seconds": seconds}, indent=1)
+        )
         if echo:
             print(f"built helm in {seconds:.0f}s", flush=True)
     return key / "bin" / "helm"
 
 
 if __name__ == "__main__":
+    import sys
+
+    if sys.argv[1:] == ["helm"]:
+        # scripts/build-helm: the helm the chart's tests run.
+        print(ensure_helm(echo=True))
+        sys.exit(0)
     # scripts/build-control-plane: build what is missing, then show where the binaries are.
     built = ensure(echo=True)
     for path in (built.etcd, built.kube_apiserver, built.kube_scheduler):
