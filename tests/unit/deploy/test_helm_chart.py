@@ -384,3 +384,28 @@ def test_generated_certificates_are_kept_by_the_ca_bundle(helm: Path, tmp_path: 
     cert = x509.load_pem_x509_certificate(base64.b64decode(secret["data"]["tls.crt"]))
     days = (cert.not_valid_after_utc - cert.not_valid_before_utc).days
     assert 29 <= days <= 30
+
+
+async def test_every_alert_names_series_the_code_exports(
+    helm: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from kubesched.webhook.metrics import WebhookMetrics
+    from tests.unit.scheduler.test_dashboard import _exported, _run, metric_names  # the dashboard's own check
+
+    scheduler, _ = await _run(monkeypatch)
+    scheduler.metrics.master_status.labels("kubesched-scheduler").set(1)  # set by leader election when live
+    scheduler.metrics.reloads.labels("refused").inc()
+    hook = WebhookMetrics()
+    hook.requests.labels("/validate", "500").inc()
+    exported = _exported(scheduler.metrics.render().decode()) | _exported(hook.render().decode())
+    values = {
+        "scheduler": {"enabled": True},
+        "webhook": {"enabled": True},
+        "metrics": {"prometheusRule": {"enabled": True}},
+    }
+    (rule,) = [o for o in template(helm, values, tmp_path) if o["kind"] == "PrometheusRule"]
+    exprs = [r["expr"] for r in rule["spec"]["groups"][0]["rules"]]
+    assert len(exprs) == 5
+    for expr in exprs:
+        names = metric_names(expr)
+        assert names and not names - exported, f"{expr!r} names {sorted(names - exported)}, which nothing exports"
