@@ -40,6 +40,8 @@ SCHED_CONFIG = {
     "apiVersion": "kubescheduler.config.k8s.io/v1",
     "kind": "KubeSchedulerConfiguration",
     "percentageOfNodesToScore": 50,
+    # Replaced by the Lease the Role grants, durations kept: the same by both renderings.
+    "leaderElection": {"leaderElect": True, "leaseDuration": "20s", "renewDeadline": "15s", "resourceNamespace": "x"},
     "pluginModules": ["plugins/gpu.py:GpuModel"],
     "profiles": [
         {
@@ -313,7 +315,11 @@ def test_the_chart_lints(helm: Path) -> None:
     [
         ({"scheduler": {"enabled": True, "config": SCHED_CONFIG}}, "scheduler.config.pluginModules[0]: plugins/gpu.py"),
         ({"extender": {"enabled": True, "policy": "mine.py"}}, "extender.policy: mine.py is a file"),
-        ({"webhook": {"enabled": True, "certificates": {"mode": "vault"}}}, 'webhook.certificates.mode: "vault"'),
+        ({"webhook": {"enabled": True, "certificates": {"mode": "vault"}}}, "at '/webhook/certificates/mode'"),
+        ({"webhook": {"enabled": True, "config": {"rules": 3}}}, "at '/webhook/config/rules': got number"),
+        ({"webhook": {"enabled": True, "config": {"rules": [{"feasibility": 3}]}}}, "at '/webhook/config/rules/0/feas"),
+        ({"scheduler": {"enabled": True, "config": {"leaderElection": 3}}}, "at '/scheduler/config/leaderElection'"),
+        ({"scheduler": {"enabled": True, "config": {"pluginModules": ["nocolon"]}}}, "'nocolon' does not match"),
         ({"webhook": {"enabled": True, "certificates": {"mode": "provided"}}}, "webhook.certificates.ca: required"),
         ({"webhook": {"enabled": True, "timeoutSeconds": 60}}, "webhook.timeoutSeconds: must be 1-30"),
         ({"webhook": {"enabled": True, "config": {"rules": [{"name": "x", "oops": {}}]}}}, "webhook.config.rules[0]"),
@@ -323,6 +329,10 @@ def test_the_chart_lints(helm: Path) -> None:
             'both use "kubesched"',
         ),
         ({"scheduler": {"enabled": True, "pluginFiles": {"a/b.py": "x"}}}, 'scheduler.pluginFiles: "a/b.py"'),
+        (
+            {"scheduler": {"enabled": True, "config": {"profiles": [{"plugins": {}}]}}},
+            'profiles[0].schedulerName: "default-scheduler" is the cluster',
+        ),
         ({"scheduler": {"enabled": "yes"}}, "at '/scheduler/enabled': got string, want boolean"),
         ({"webhook": {"enabled": True, "timeoutSeconds": "5s"}}, "at '/webhook/timeoutSeconds'"),
         ({"schduler": {"enabled": True}}, "additional properties 'schduler' not allowed"),
