@@ -419,3 +419,35 @@ async def test_every_alert_names_series_the_code_exports(
     for expr in exprs:
         names = metric_names(expr)
         assert names and not names - exported, f"{expr!r} names {sorted(names - exported)}, which nothing exports"
+
+
+def test_plugins_installed_in_the_image_are_named_as_modules(
+    helm: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The other way to ship plugins: a package in your image, `pkg.mod:Class` in pluginModules, no ConfigMap."""
+    (tmp_path / "gpu_plugins.py").write_text(PLUGIN)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    config = {**SCHED_CONFIG, "pluginModules": ["gpu_plugins:GpuModel"]}
+    (tmp_path / "sched.yaml").write_text(yaml.safe_dump(config))
+    values = {"image": "reg.example/ks-gpu:1", "scheduler": {"enabled": True, "config": config}}
+    chart = normal(template(helm, values, tmp_path), namespace="kubesched")
+    manifests = normal(
+        cli(["scheduler", "--image", "reg.example/ks-gpu:1", "--config", str(tmp_path / "sched.yaml")]),
+        namespace="kubesched",
+    )
+    assert chart == manifests
+    deployed = chart[("ConfigMap", "kubesched-scheduler")]["data"]["config.yaml"]
+    assert deployed["pluginModules"] == ["gpu_plugins:GpuModel"]
+    assert ("ConfigMap", "kubesched-scheduler-plugins") not in chart
+
+
+def test_plugin_files_from_an_existing_config_map(helm: Path, tmp_path: Path) -> None:
+    values = {"scheduler": {"enabled": True, "config": SCHED_CONFIG, "pluginConfigMap": "team-plugins"}}
+    objects = {(o["kind"], o["metadata"]["name"]): o for o in template(helm, values, tmp_path)}
+    assert ("ConfigMap", "kubesched-scheduler-plugins") not in objects
+    pod = objects[("Deployment", "kubesched-scheduler")]["spec"]["template"]["spec"]
+    assert {"name": "plugins", "configMap": {"name": "team-plugins"}} in pod["volumes"]
+    mounts = pod["containers"][0]["volumeMounts"]
+    assert {"name": "plugins", "mountPath": "/etc/kubesched/plugins", "readOnly": True} in mounts
+    config = yaml.safe_load(objects[("ConfigMap", "kubesched-scheduler")]["data"]["config.yaml"])
+    assert config["pluginModules"] == ["/etc/kubesched/plugins/gpu.py:GpuModel"]
