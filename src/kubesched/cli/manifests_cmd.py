@@ -19,7 +19,7 @@ from kubesched.cli.errors import CLIError
 from kubesched.cli.manifests_scheduler import scheduler_plan
 from kubesched.cluster.cache import ClusterCache
 from kubesched.config.model import ManagedResource
-from kubesched.deploy import extender, render, webhook
+from kubesched.deploy import extender, helm_values, render, webhook
 from kubesched.deploy.plan import (
     DEFAULT_EXTENDER_SCHEDULER_NAME,
     DEFAULT_IMAGE,
@@ -126,13 +126,30 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     out = p.add_argument_group("output")
     out.add_argument("-o", "--output", type=Path, metavar="DIR", help="one file per object into DIR")
     out.add_argument("--kustomize", action="store_true", help="write a kustomize base into DIR (certs from files)")
+    out.add_argument(
+        "--helm-values",
+        action="store_true",
+        help="print the values of the Helm chart deploy/helm/kubesched that render the same objects",
+    )
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.helm_values and (args.output is not None or args.kustomize):
+        raise CLIError("--helm-values: prints the values on stdout; drop -o/--kustomize")
     plan = build_plan(args)
     try:
         objects = render.render(plan)
+        if args.helm_values:
+            values = helm_values.values(plan, generate_certs=args.generate_certs, cert_days=args.cert_days)
+            install = f"helm install kubesched deploy/helm/kubesched --namespace {args.namespace} --create-namespace"
+            sys.stdout.write(f"# {install} -f FILE\n" + render.to_yaml(values))
+            if plan.webhook is not None and not args.generate_certs:
+                print(
+                    "kubesched: note: the values hold the webhook's private key (webhook.certificates.key)",
+                    file=sys.stderr,
+                )
+            return 0
         files = render.kustomize_base(plan) if args.kustomize else render.files(objects)
     except DeployError as err:
         raise CLIError(_problems(err, args.mode)) from None

@@ -451,3 +451,30 @@ def test_plugin_files_from_an_existing_config_map(helm: Path, tmp_path: Path) ->
     assert {"name": "plugins", "mountPath": "/etc/kubesched/plugins", "readOnly": True} in mounts
     config = yaml.safe_load(objects[("ConfigMap", "kubesched-scheduler")]["data"]["config.yaml"])
     assert config["pluginModules"] == ["/etc/kubesched/plugins/gpu.py:GpuModel"]
+
+
+@pytest.mark.parametrize(("namespace", "values", "flags"), [c[1:] for c in CASES], ids=[c[0] for c in CASES])
+def test_helm_values_of_the_cli_render_the_same_objects(
+    helm: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    namespace: str,
+    values: Callable[[Path], Obj],
+    flags: Callable[[Path], list[str]],
+) -> None:
+    """`kubesched manifests ... --helm-values`: what the CLI read and checked, as the chart's values."""
+    values(tmp_path)  # makes the files the flags name (certificates)
+    argv = [*flags(tmp_path), "--namespace", namespace]
+    capsys.readouterr()
+    assert main(["manifests", *argv, "--helm-values"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f"# helm install kubesched deploy/helm/kubesched --namespace {namespace} ")
+    printed = yaml.safe_load(out)
+    assert "key" not in printed.get("webhook", {}).get("certificates", {}) or "--certs-dir" in argv
+    chart = normal(template(helm, printed, tmp_path, namespace), namespace=namespace)
+    assert chart == normal(cli(argv), namespace=namespace)
+
+
+def test_helm_values_excludes_file_output(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["manifests", "scheduler", "--helm-values", "-o", str(tmp_path)]) == 2
+    assert "--helm-values: prints the values on stdout; drop -o/--kustomize" in capsys.readouterr().err
