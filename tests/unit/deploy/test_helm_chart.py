@@ -92,6 +92,25 @@ PLAIN = LICENSED.replace('managed_resources=(ManagedResource("example.com/licenc
 assert PLAIN != LICENSED
 
 
+RULES_PY = "def check(pod, request):\n    return None\n\n\ndef label(pod, request):\n    return None\n"
+PYTHON_RULES = {
+    "apiVersion": "kubesched.io/v1alpha1",
+    "kind": "WebhookConfig",
+    "operations": ["UPDATE", "CREATE"],
+    "rules": [
+        {"name": "team", "python": "rules.py:check"},
+        {"name": "label", "python": "rules.py:label", "phase": "mutate"},
+        {"name": "gpu-label", "requireLabel": {"schedulerName": "gpu", "label": "team", "action": "warn"}},
+    ],
+}
+
+
+def write_rules(tmp: Path) -> Path:
+    (tmp / "hooks").mkdir(exist_ok=True)
+    (tmp / "hooks" / "rules.py").write_text(RULES_PY)
+    return write(tmp / "hooks" / "webhook.yaml", yaml.safe_dump(PYTHON_RULES))
+
+
 def write(path: Path, text: str) -> Path:
     path.write_text(text)
     return path
@@ -191,6 +210,19 @@ CASES: list[Case] = [
             "--webhook-timeout",
             "3",
         ],
+    ),
+    (
+        "webhook-python-rules",
+        "kubesched",
+        lambda t: {
+            "webhook": {
+                "enabled": True,
+                "config": PYTHON_RULES,
+                "files": {"rules.py": RULES_PY},
+                "certificates": provided(certs(t, "kubesched")),
+            }
+        },
+        lambda t: ["webhook", "--webhook-config", str(write_rules(t)), "--certs-dir", str(t / "certs")],
     ),
     (
         "webhook-failure-policy",
