@@ -21,6 +21,8 @@ KUBERNETES_VERSION = "1.35.4"
 ETCD_VERSION = "3.6.16"
 BINARIES = ("kube-apiserver", "kube-scheduler", "etcd")
 HELM_VERSION = "3.22.0"
+# Bounds each step of helm's build (downloads; compile): CI has 90 minutes for everything, a cold build takes ~13.
+HELM_STEP_TIMEOUT = 1500.0
 _HELM_RECIPE = 2  # bump when the build changes: a cached helm of an older recipe is built again
 
 
@@ -89,11 +91,14 @@ def go_available() -> str | None:
     return None
 
 
-def _run(cmd: list[str], cwd: Path, env: dict[str, str], log: Path) -> None:
+def _run(cmd: list[str], cwd: Path, env: dict[str, str], log: Path, timeout: float | None = None) -> None:
     with log.open("a") as out:
         out.write(f"$ {' '.join(cmd)}\n")
         out.flush()
-        proc = subprocess.run(cmd, cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT)
+        try:
+            proc = subprocess.run(cmd, cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            raise BuildError(f"{' '.join(cmd)} took more than {timeout:.0f}s; see {log}") from None
     if proc.returncode != 0:
         tail = log.read_text().splitlines()[-30:]
         raise BuildError(f"{' '.join(cmd)} failed (exit {proc.returncode}); last lines of {log}:\n" + "\n".join(tail))
@@ -242,7 +247,7 @@ def helm_cached(version: str = HELM_VERSION) -> Path | None:
 def ensure_helm(version: str = HELM_VERSION, *, echo: bool = False) -> Path:
     """helm (helm.sh/helm/v3 at `version`), built from the Go module proxy on first use, under a file lock.
 
-    It shares the control plane's Go module and build caches, whose k8s.io modules it mostly reuses."""
+    It shares the control plane's Go module and build caches: one directory for CI to cache."""
     found = helm_cached(version)
     if found:
         return found
@@ -263,7 +268,7 @@ def ensure_helm(version: str = HELM_VERSION, *, echo: bool = False) -> Path:
             print(f"building helm v{version} (log: {log})", flush=True)
         work.mkdir(parents=True, exist_ok=True)
         (work / "go.mod").write_text("module kubesched.local/helmbuild\n\ngo 1.25.0\n")
-        _run(["go", "get", f"helm.sh/helm/v3@v{version}"], work, env, log)
+        _run(["go", "get", f"helm.sh/helm/v3@v{version}"], work, env, log, HELM_STEP_TIMEOUT)
         # As upstream's Makefile: the version `helm version` prints, and the Kubernetes version `helm template` and
         # `helm lint` assume (client-go's minor; else v1.20, which charts with a kubeVersion refuse).
         listed = subprocess.run(
@@ -290,6 +295,7 @@ def ensure_helm(version: str = HELM_VERSION, *, echo: bool = False) -> Path:
             work,
             env,
             log,
+            HELM_STEP_TIMEOUT,
         )
         printed = subprocess.run([str(tmp / "helm"), "version", "--short"], capture_output=True, text=True).stdout
         if f"v{version}" not in printed:
