@@ -59,12 +59,16 @@ class Release:
         self.kubeconfig = str(cp.admin_kubeconfig)
 
     def helm_run(self, *argv: str, values: Obj | None = None) -> str:
+        """helm against the harness; the API server's warnings (unknown fields, Pod Security) fail the test."""
         extra: list[str] = []
         if values is not None:
             path = self.workdir / "values.yaml"
             path.write_text(yaml.safe_dump(values))
             extra = ["-f", str(path)]
-        return run_helm(self.helm, *argv, "--kubeconfig", self.kubeconfig, "--namespace", NS, *extra).stdout
+        proc = run_helm(self.helm, *argv, "--kubeconfig", self.kubeconfig, "--namespace", NS, *extra)
+        warnings = [line for line in proc.stderr.splitlines() if "warning" in line.lower()]
+        assert not warnings, "\n".join(warnings)
+        return proc.stdout
 
     def objects(self) -> list[Obj]:
         return [o for o in yaml.safe_load_all(self.helm_run("get", "manifest", "kubesched")) if o]
@@ -109,7 +113,12 @@ class Release:
 @pytest.fixture(scope="module")
 def release(control_plane: ControlPlane, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Release]:
     r = Release(control_plane, helm_binary(), tmp_path_factory.mktemp("helm"))
-    r.helm_run("install", "kubesched", str(CHART), "--create-namespace", values=VALUES)
+    # As `kubesched manifests` renders the Namespace: Pod Security restricted, so any pod spec it would refuse
+    # comes back as a warning when its Deployment is created.
+    pss = {f"pod-security.kubernetes.io/{mode}": "restricted" for mode in ("enforce", "audit", "warn")}
+    namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS, "labels": pss}}
+    control_plane.api("POST", "/api/v1/namespaces", namespace)
+    r.helm_run("install", "kubesched", str(CHART), values=VALUES)
     try:
         yield r
     finally:
