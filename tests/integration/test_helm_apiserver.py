@@ -57,6 +57,7 @@ class Release:
     def __init__(self, cp: ControlPlane, helm: Path, workdir: Path) -> None:
         self.cp, self.helm, self.workdir = cp, helm, workdir
         self.kubeconfig = str(cp.admin_kubeconfig)
+        self.installed = ""  # what `helm install` printed
 
     def helm_run(self, *argv: str, values: Obj | None = None) -> str:
         """helm against the harness; the API server's warnings (unknown fields, Pod Security) fail the test."""
@@ -118,7 +119,7 @@ def release(control_plane: ControlPlane, tmp_path_factory: pytest.TempPathFactor
     pss = {f"pod-security.kubernetes.io/{mode}": "restricted" for mode in ("enforce", "audit", "warn")}
     namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS, "labels": pss}}
     control_plane.api("POST", "/api/v1/namespaces", namespace)
-    r.helm_run("install", "kubesched", str(CHART), values=VALUES)
+    r.installed = r.helm_run("install", "kubesched", str(CHART), values=VALUES)
     try:
         yield r
     finally:
@@ -139,6 +140,12 @@ def test_every_object_of_the_chart_exists(release: Release) -> None:
     assert plugins["data"] == {"mine.py": PLUGIN}
     config = release.cp.api("GET", f"/api/v1/namespaces/{NS}/configmaps/kubesched-scheduler")
     assert yaml.safe_load(config["data"]["config.yaml"])["pluginModules"] == ["/etc/kubesched/plugins/mine.py:Mine"]
+
+
+def test_the_notes_tell_the_scheduler_names(release: Release) -> None:
+    assert "STATUS: deployed" in release.installed
+    assert f"spec.schedulerName: ks-helm-{RUN}" in release.installed
+    assert f"spec.schedulerName: ks-helm-ext-{RUN}" in release.installed
 
 
 def test_rbac_grants_each_component_what_it_needs(release: Release) -> None:
