@@ -413,9 +413,8 @@ def test_metrics_extras(helm: Path, tmp_path: Path) -> None:
 
 
 def test_the_charts_dashboard_is_the_shipped_one() -> None:
-    assert (CHART / "files" / "kubesched-scheduler.json").read_bytes() == (
-        ROOT / "deploy" / "grafana" / "kubesched-scheduler.json"
-    ).read_bytes()
+    shipped = ROOT / "deploy" / "grafana" / "kubesched-scheduler.json"
+    assert (CHART / "files" / "kubesched-scheduler.json").resolve() == shipped.resolve()
 
 
 def test_generated_certificates_are_kept_by_the_ca_bundle(helm: Path, tmp_path: Path) -> None:
