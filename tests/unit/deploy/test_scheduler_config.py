@@ -170,3 +170,25 @@ def test_hostile_config_files_end_in_a_clear_error(tmp_path: Path, capsys: pytes
     assert "--config: no such file" in error(capsys, "scheduler", "--config", str(tmp_path / "none.yaml"))
     assert "--config: does not apply to mode webhook" in error(capsys, "webhook", "--config", "x", "--generate-certs")
     assert "--plugin-module: give --config FILE" in error(capsys, "scheduler", "--plugin-module", "x.py")
+
+
+@pytest.mark.parametrize(
+    ("source", "message"),
+    [
+        ("def broken(:\n", "pluginModules[0]: "),
+        ("raise RuntimeError('boom at import')\n", "boom at import"),
+        ("x = 1\n", "pluginModules[0]: "),
+        (b"\xff\xfe\x00garbage", "pluginModules[0]: "),
+    ],
+)
+def test_hostile_plugin_files_end_in_a_clear_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], source: str | bytes, message: str
+) -> None:
+    config = write_config(tmp_path)
+    plugin = tmp_path / "plugins" / "gpu.py"
+    if isinstance(source, bytes):
+        plugin.write_bytes(source)
+    else:
+        plugin.write_text(source)
+    err = error(capsys, "scheduler", "--config", str(config), "--plugin-module", str(plugin))
+    assert err.startswith("kubesched: error:") and message in err and "Traceback" not in err
