@@ -3,8 +3,8 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+.PHONY: setup run serve-extender test lint build-control-plane build-helm bench bench-compare clean
 
-.PHONY: setup run serve-extender test lint build-control-plane bench bench-compare clean
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -31,7 +31,11 @@ lint: setup
 build-control-plane: setup
 	$(BIN)/python -m kubesched.testing.build
 
-test: lint build-control-plane
+# helm for the chart's tests (deploy/helm), from the Go module proxy; cached beside the control plane.
+build-helm: setup
+	$(BIN)/python -m kubesched.testing.build helm
+
+test: lint build-control-plane build-helm
 	$(BIN)/pytest -q -rs
 
 bench: setup

@@ -112,6 +112,14 @@ HELP: dict[str, tuple[str, tuple[tuple[str, str], ...]]] = {
         (
             ("everything, to apply", "kubesched manifests all --generate-certs | kubectl apply -f -"),
             ("the custom scheduler only, one file per object", "kubesched manifests scheduler -o deploy/"),
+            (
+                "your scheduler config and plugin files",
+                "kubesched manifests scheduler --config sched.yaml --plugin-module plugins/gpu.py",
+            ),
+            (
+                "the same, as values of the Helm chart",
+                "kubesched manifests scheduler --config sched.yaml --plugin-module plugins/gpu.py --helm-values",
+            ),
         ),
     ),
 }

@@ -15,9 +15,10 @@ import yaml
 
 from kubesched import pki
 from kubesched.cli.certs_cmd import service_names
+from kubesched.cli.manifests_scheduler import scheduler_plan
 from kubesched.cluster.cache import ClusterCache
 from kubesched.config.model import ManagedResource
-from kubesched.deploy import extender, render, webhook
+from kubesched.deploy import extender, helm_values, render, webhook
 from kubesched.deploy.plan import (
     DEFAULT_EXTENDER_SCHEDULER_NAME,
     DEFAULT_IMAGE,
@@ -29,7 +30,6 @@ from kubesched.deploy.plan import (
     DeployError,
     ExtenderPlan,
     Plan,
-    SchedulerPlan,
     WebhookPlan,
     WebhookRules,
     WebhookTLS,
@@ -55,6 +55,7 @@ _OPTIONS = {
     "exclude_namespaces": "--exclude-namespace",
     "rules": "--webhook-config",
     "rules.files": "--webhook-config",
+    "plugin_files": "--plugin-module",
     "tls": "--certs-dir",
     "plan": "MODE",
 }
@@ -90,6 +91,21 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         metavar="NAME",
         help=f"schedulerName of the second kube-scheduler ({DEFAULT_EXTENDER_SCHEDULER_NAME})",
     )
+    sch = p.add_argument_group("scheduler (scheduler, all)")
+    sch.add_argument(
+        "--config",
+        metavar="FILE",
+        type=Path,
+        help="the scheduler's KubeSchedulerConfiguration (profiles, pluginConfig, pluginModules)",
+    )
+    sch.add_argument(
+        "--plugin-module",
+        metavar="FILE.py",
+        type=Path,
+        action="append",
+        default=[],
+        help="a plugin file the config's pluginModules names: shipped in a ConfigMap (repeat)",
+    )
     hook = p.add_argument_group("webhook (webhook, all)")
     hook.add_argument(
         "--webhook-config", metavar="FILE", type=Path, help="the webhook's rules (default: warn on pods that never fit)"
@@ -110,13 +126,30 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     out = p.add_argument_group("output")
     out.add_argument("-o", "--output", type=Path, metavar="DIR", help="one file per object into DIR")
     out.add_argument("--kustomize", action="store_true", help="write a kustomize base into DIR (certs from files)")
+    out.add_argument(
+        "--helm-values",
+        action="store_true",
+        help="print the values of the Helm chart deploy/helm/kubesched that render the same objects",
+    )
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.helm_values and (args.output is not None or args.kustomize):
+        raise CLIError("--helm-values: prints the values on stdout; drop -o/--kustomize")
     plan = build_plan(args)
     try:
         objects = render.render(plan)
+        if args.helm_values:
+            values = helm_values.values(plan, generate_certs=args.generate_certs, cert_days=args.cert_days)
+            install = f"helm install kubesched deploy/helm/kubesched --namespace {args.namespace} --create-namespace"
+            sys.stdout.write(f"# {install} -f FILE\n" + render.to_yaml(values))
+            if plan.webhook is not None and not args.generate_certs:
+                print(
+                    "kubesched: note: the values hold the webhook's private key (webhook.certificates.key)",
+                    file=sys.stderr,
+                )
+            return 0
         files = render.kustomize_base(plan) if args.kustomize else render.files(objects)
     except DeployError as err:
         raise CLIError(_problems(err, args.mode)) from None
@@ -145,6 +178,8 @@ def build_plan(args: argparse.Namespace) -> Plan:
     _refuse(args, "--policy", args.policy is not None, wants_extender)
     _refuse(args, "--bind", args.bind, wants_extender)
     _refuse(args, "--extender-scheduler-name", args.extender_scheduler_name is not None, mode != "scheduler")
+    _refuse(args, "--config", args.config is not None, wants_scheduler)
+    _refuse(args, "--plugin-module", bool(args.plugin_module), wants_scheduler)
     for flag, given in (
         ("--webhook-config", args.webhook_config is not None),
         ("--certs-dir", args.certs_dir is not None),
@@ -165,11 +200,11 @@ def build_plan(args: argparse.Namespace) -> Plan:
         )
     names = _scheduler_names(args)
     ext = _extender_plan(args, names["extender"]) if wants_extender else None
-    sched = SchedulerPlan(names["scheduler"]) if wants_scheduler else None
+    sched = scheduler_plan(args, names["scheduler"], args.namespace) if wants_scheduler else None
     hook = None
     if wants_webhook:
         # The default rules judge pods of the schedulers deployed beside the webhook (or named on the command line).
-        ours = [names["scheduler"], names["extender"]] if mode == "all" else [names["scheduler"]]
+        ours = [*sched.scheduler_names, names["extender"]] if sched else [names["scheduler"]]
         if mode == "webhook" and args.extender_scheduler_name:
             ours.append(args.extender_scheduler_name)
         hook = WebhookPlan(

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 from kubesched.config.model import ManagedResource
 from kubesched.errors import ConfigurationError, FieldError
@@ -64,9 +64,23 @@ class ExtenderPlan:
 
 @dataclass(frozen=True)
 class SchedulerPlan:
-    """kubesched's own scheduler (`kubesched scheduler run`)."""
+    """kubesched's own scheduler (`kubesched scheduler run`).
+
+    `config` is the user's KubeSchedulerConfiguration (checked by the caller), its `pluginModules` files already
+    pointing at `/etc/kubesched/plugins/`, where `plugin_files` are mounted; None: one profile, `scheduler_name`.
+    """
 
     scheduler_name: str = DEFAULT_SCHEDULER_NAME
+    config: Mapping[str, Any] | None = None
+    plugin_files: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def scheduler_names(self) -> tuple[str, ...]:
+        """The schedulerNames the scheduler serves: its config's profiles, else `scheduler_name`."""
+        profiles = self.config.get("profiles") if self.config else None
+        if isinstance(profiles, list) and profiles:
+            return tuple(str(p.get("schedulerName", "default-scheduler")) for p in profiles if isinstance(p, Mapping))
+        return (self.scheduler_name,)
 
 
 @dataclass(frozen=True)
@@ -137,16 +151,21 @@ class Plan:
                 out.append((name, f"{image!r} is not an image reference"))
         if not (self.extender or self.scheduler or self.webhook):
             out.append(("plan", "nothing to deploy: enable the extender, the scheduler or the webhook"))
-        names = [(k, p.scheduler_name) for k, p in (("scheduler", self.scheduler), ("extender", self.extender)) if p]
+        names = [("scheduler.scheduler_name", n) for n in (self.scheduler.scheduler_names if self.scheduler else ())]
+        if self.extender:
+            names.append(("extender.scheduler_name", self.extender.scheduler_name))
         for key, name in names:
             if not _DNS_SUBDOMAIN.match(name) or len(name) > 253:
                 message = f"{name!r} is not a DNS subdomain, as a pod's spec.schedulerName must be"
-                out.append((f"{key}.scheduler_name", message))
-        if len(names) == 2 and names[0][1] == names[1][1]:
-            message = f"the scheduler and the extender's kube-scheduler both use {names[0][1]!r}"
+                out.append((key, message))
+        if self.extender and self.scheduler and self.extender.scheduler_name in self.scheduler.scheduler_names:
+            message = f"the scheduler and the extender's kube-scheduler both use {self.extender.scheduler_name!r}"
             out.append(("extender.scheduler_name", message))
         if self.extender is not None:
             out += [("policy_files", f"{k!r} is not a file name") for k in self.extender.policy_files if not _key(k)]
+        if self.scheduler is not None:
+            files = self.scheduler.plugin_files
+            out += [("plugin_files", f"{k!r} is not a file name") for k in files if not _key(k)]
         if self.webhook is not None:
             out += _webhook_problems(self.webhook)
         return out

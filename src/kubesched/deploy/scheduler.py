@@ -1,6 +1,10 @@
-"""Custom-scheduler mode: `kubesched scheduler run` with its KubeSchedulerConfiguration in a ConfigMap."""
+"""Custom-scheduler mode: `kubesched scheduler run` with its KubeSchedulerConfiguration in a ConfigMap, and the
+user's plugin modules in a second one."""
 
 from __future__ import annotations
+
+import copy
+from typing import Any
 
 from kubesched.config.model import LeaderElection, Profile, SchedulerConfig
 from kubesched.config.render import dump, render_config
@@ -9,14 +13,31 @@ from kubesched.deploy.k8s import Obj
 from kubesched.deploy.plan import Plan, SchedulerPlan
 
 SCHEDULER = "kubesched-scheduler"  # Deployment, ServiceAccount, ConfigMap and Lease
+PLUGINS = f"{SCHEDULER}-plugins"  # ConfigMap of the user's plugin modules
 PORT = 10251
 CONFIG_DIR = "/etc/kubesched/scheduler"
+PLUGINS_DIR = "/etc/kubesched/plugins"
 
 
 def scheduler_config(plan: Plan, sched: SchedulerPlan) -> SchedulerConfig:
     """One profile; the Lease in our namespace, where our Role lets the scheduler hold it."""
     lease = LeaderElection(leader_elect=True, resource_name=SCHEDULER, resource_namespace=plan.namespace)
     return SchedulerConfig(profiles=(Profile(sched.scheduler_name),), leader_election=lease)
+
+
+def config_document(plan: Plan, sched: SchedulerPlan) -> dict[str, Any]:
+    """The configuration deployed: the user's (profiles and pluginConfig as given), with leader election on the
+    Lease our Role grants; or one profile named `scheduler_name`."""
+    if sched.config is None:
+        return render_config(scheduler_config(plan, sched))
+    doc = copy.deepcopy(dict(sched.config))
+    election = dict(doc.get("leaderElection") or {})
+    election.setdefault("leaderElect", True)
+    election.update(resourceName=SCHEDULER, resourceNamespace=plan.namespace)
+    doc["leaderElection"] = election
+    if not doc.get("profiles"):
+        doc["profiles"] = [{"schedulerName": sched.scheduler_name}]
+    return doc
 
 
 def rules() -> list[Obj]:
@@ -43,20 +64,22 @@ def objects(plan: Plan, sched: SchedulerPlan) -> list[Obj]:
         k8s.rule("coordination.k8s.io", ["leases"], ["create"]),
         k8s.rule("coordination.k8s.io", ["leases"], ["get", "update"], [SCHEDULER]),
     ]
-    config = k8s.config_map(
-        SCHEDULER, ns, component, {"config.yaml": dump(render_config(scheduler_config(plan, sched)))}
-    )
+    config = k8s.config_map(SCHEDULER, ns, component, {"config.yaml": dump(config_document(plan, sched))})
     args = ["scheduler", "run", "--config", f"{CONFIG_DIR}/config.yaml", "--in-cluster"]
     args += ["--listen", f"0.0.0.0:{PORT}", "--log-format", "json"]
-    volumes = [k8s.config_volume("config", SCHEDULER, CONFIG_DIR), k8s.TMP]
-    container = k8s.Container("scheduler", plan.image, args, "http", PORT, "HTTP", volumes=volumes)
-    # No inputs hash: the scheduler reloads its config file when the ConfigMap changes.
-    return [
+    volumes = [k8s.config_volume("config", SCHEDULER, CONFIG_DIR)]
+    out = [
         k8s.service_account(SCHEDULER, ns, component, token=True),
         k8s.cluster_role(cluster_name, component, rules()),
         k8s.binding(cluster_name, component, ("ClusterRole", cluster_name), account),
         k8s.role(SCHEDULER, ns, component, lease),
         k8s.binding(SCHEDULER, component, ("Role", SCHEDULER), account, ns),
         config,
-        k8s.deployment(SCHEDULER, ns, component, container, service_account=SCHEDULER, token=True),
     ]
+    if sched.plugin_files:
+        out.append(k8s.config_map(PLUGINS, ns, component, sched.plugin_files))
+        volumes.append(k8s.config_volume("plugins", PLUGINS, PLUGINS_DIR))
+    container = k8s.Container("scheduler", plan.image, args, "http", PORT, "HTTP", volumes=[*volumes, k8s.TMP])
+    # No inputs hash: the scheduler reloads its config file and the plugin files it loads when they change.
+    out.append(k8s.deployment(SCHEDULER, ns, component, container, service_account=SCHEDULER, token=True))
+    return out

@@ -22,6 +22,10 @@ from kubesched.errors import HarnessError
 KUBERNETES_VERSION = "1.35.4"
 ETCD_VERSION = "3.6.16"
 BINARIES = ("kube-apiserver", "kube-scheduler", "etcd")
+HELM_VERSION = "3.22.0"
+# Bounds each step of helm's build (downloads; compile): CI has 90 minutes for everything, a cold build takes ~13.
+HELM_STEP_TIMEOUT = 1500.0
+_HELM_RECIPE = 2  # bump when the build changes: a cached helm of an older recipe is built again
 
 
 class BuildError(HarnessError):
@@ -89,11 +93,14 @@ def go_available() -> str | None:
     return None
 
 
-def _run(cmd: list[str], cwd: Path, env: dict[str, str], log: Path) -> None:
+def _run(cmd: list[str], cwd: Path, env: dict[str, str], log: Path, timeout: float | None = None) -> None:
     with log.open("a") as out:
         out.write(f"$ {' '.join(cmd)}\n")
         out.flush()
-        proc = subprocess.run(cmd, cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT)
+        try:
+            proc = subprocess.run(cmd, cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            raise BuildError(f"{' '.join(cmd)} took more than {timeout:.0f}s; see {log}") from None
     if proc.returncode != 0:
         tail = log.read_text().splitlines()[-30:]
         raise BuildError(f"{' '.join(cmd)} failed (exit {proc.returncode}); last lines of {log}:\n" + "\n".join(tail))
@@ -217,7 +224,102 @@ def ensure(k8s: str = KUBERNETES_VERSION, etcd: str = ETCD_VERSION, *, echo: boo
     return _binaries(key / "bin")
 
 
+def _platform() -> str:
+    goos = os.uname().sysname.lower()
+    arch = {"x86_64": "amd64", "aarch64": "arm64"}.get(os.uname().machine, os.uname().machine)
+    return f"{goos}-{arch}"
+
+
+def helm_cached(version: str = HELM_VERSION) -> Path | None:
+    """helm if it is built already ($KUBESCHED_HELM names a prebuilt one), else None (never builds)."""
+    env = os.environ.get("KUBESCHED_HELM")
+    if env:
+        if not Path(env).is_file():
+            raise BuildError(f"KUBESCHED_HELM={env} is not a file")
+        return Path(env)
+    key = cache_root() / f"helm-v{version}-{_platform()}"
+    stamp, binary = key / "stamp.json", key / "bin" / "helm"
+    if stamp.is_file() and binary.is_file():
+        recorded = json.loads(stamp.read_text())
+        if recorded.get("version") == version and recorded.get("recipe") == _HELM_RECIPE:
+            return binary
+    return None
+
+
+def ensure_helm(version: str = HELM_VERSION, *, echo: bool = False) -> Path:
+    """helm (helm.sh/helm/v3 at `version`), built from the Go module proxy on first use, under a file lock.
+
+    It shares the control plane's Go module and build caches: one directory for CI to cache."""
+    found = helm_cached(version)
+    if found:
+        return found
+    reason = go_available()
+    if reason:
+        raise BuildError(reason)
+    root = cache_root()
+    key = root / f"helm-v{version}-{_platform()}"
+    key.mkdir(parents=True, exist_ok=True)
+    with (key / ".lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        found = helm_cached(version)
+        if found:
+            return found
+        env, log, work = _go_env(root), key / "build.log", key / "build"
+        start = time.monotonic()
+        if echo:
+            print(f"building helm v{version} (log: {log})", flush=True)
+        work.mkdir(parents=True, exist_ok=True)
+        (work / "go.mod").write_text("module kubesched.local/helmbuild\n\ngo 1.25.0\n")
+        _run(["go", "get", f"helm.sh/helm/v3@v{version}"], work, env, log, HELM_STEP_TIMEOUT)
+        # As upstream's Makefile: the version `helm version` prints, and the Kubernetes version `helm template` and
+        # `helm lint` assume (client-go's minor; else v1.20, which charts with a kubeVersion refuse).
+        listed = subprocess.run(
+            ["go", "list", "-m", "-f", "{{.Version}}", "k8s.io/client-go"],
+            cwd=work,
+            env=env,
+            capture_output=True,
+            text=True,
+        )
+        minor = re.match(r"v0\.(\d+)\.", listed.stdout.strip())
+        if minor is None:
+            raise BuildError(f"cannot tell helm's client-go version: {listed.stdout}{listed.stderr}")
+        pkg = "helm.sh/helm/v3/internal/version"
+        ldflags = f"-X {pkg}.version=v{version} -X {pkg}.gitTreeState=clean -s -w"
+        for where in ("pkg/lint/rules", "pkg/chartutil"):
+            ldflags += (
+                f" -X helm.sh/helm/v3/{where}.k8sVersionMajor=1 -X helm.sh/helm/v3/{where}.k8sVersionMinor={minor[1]}"
+            )
+        tmp = key / "bin.tmp"
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir()
+        _run(
+            ["go", "build", "-trimpath", "-ldflags", ldflags, "-o", str(tmp / "helm"), "helm.sh/helm/v3/cmd/helm"],
+            work,
+            env,
+            log,
+            HELM_STEP_TIMEOUT,
+        )
+        printed = subprocess.run([str(tmp / "helm"), "version", "--short"], capture_output=True, text=True).stdout
+        if f"v{version}" not in printed:
+            raise BuildError(f"helm version printed {printed!r}, expected v{version}")
+        shutil.rmtree(key / "bin", ignore_errors=True)
+        tmp.rename(key / "bin")
+        seconds = time.monotonic() - start
+        (key / "stamp.json").write_text(
+            json.dumps({"version": version, "recipe": _HELM_RECIPE, "seconds": seconds}, indent=1)
+        )
+        if echo:
+            print(f"built helm in {seconds:.0f}s", flush=True)
+    return key / "bin" / "helm"
+
+
 if __name__ == "__main__":
+    import sys
+
+    if sys.argv[1:] == ["helm"]:
+        # scripts/build-helm: the helm the chart's tests run.
+        print(ensure_helm(echo=True))
+        sys.exit(0)
     # scripts/build-control-plane: build what is missing, then show where the binaries are.
     built = ensure(echo=True)
     for path in (built.etcd, built.kube_apiserver, built.kube_scheduler):

@@ -1,0 +1,68 @@
+"""A plan as values of the Helm chart `deploy/helm/kubesched`: `kubesched manifests MODE ... --helm-values`.
+
+The chart renders the same objects from these values as `render` does from the plan (tests/unit/deploy/
+test_helm_chart.py checks it), so whatever the CLI read and checked (the policy's managedResources, the scheduler
+config, plugin and rule files, certificates) reaches a Helm release unchanged.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import yaml
+
+from kubesched.deploy import extender, scheduler
+from kubesched.deploy.plan import Plan
+
+Values = dict[str, Any]
+
+
+def values(plan: Plan, *, generate_certs: bool = False, cert_days: int = 365) -> Values:
+    """The chart's values for `plan`. With `generate_certs` the chart makes the certificate (nothing secret is
+    written); else the plan's certificate and key are given as PEM (`certificates.mode: provided`)."""
+    out: Values = {"image": plan.image}
+    if plan.scheduler is not None:
+        sched = plan.scheduler
+        out["scheduler"] = {
+            "enabled": True,
+            "schedulerName": sched.scheduler_name,
+            "config": _relative(dict(sched.config)) if sched.config is not None else {},
+            "pluginFiles": dict(sched.plugin_files),
+        }
+    if plan.extender is not None:
+        ext = plan.extender
+        managed = [{"name": r.name, "ignoredByScheduler": r.ignored_by_scheduler} for r in ext.managed_resources]
+        out["extender"] = {
+            "enabled": True,
+            "policy": ext.policy.removeprefix(f"{extender.POLICY_DIR}/"),
+            "policyFiles": dict(ext.policy_files),
+            "managedResources": managed,
+            "bind": ext.bind,
+            "schedulerName": ext.scheduler_name,
+            "kubeSchedulerImage": ext.kube_scheduler_image,
+        }
+    if plan.webhook is not None:
+        hook = plan.webhook
+        certificates: Values = {"mode": "generate", "days": cert_days}
+        if not generate_certs and hook.tls is not None:
+            tls = hook.tls
+            pems = {"ca": tls.ca_pem, "cert": tls.cert_pem, "key": tls.key_pem}
+            certificates = {"mode": "provided", **{k: v.decode("ascii") for k, v in pems.items()}}
+        out["webhook"] = {
+            "enabled": True,
+            "config": yaml.safe_load(hook.rules.config_yaml),
+            "files": dict(hook.rules.files),
+            "excludeNamespaces": list(hook.exclude_namespaces),
+            "validatingFailurePolicy": hook.validating_failure_policy or "",
+            "timeoutSeconds": hook.timeout_seconds,
+            "certificates": certificates,
+        }
+    return out
+
+
+def _relative(config: Values) -> Values:
+    """pluginModules as the user wrote them for the chart (`NAME.py:Class` of pluginFiles), not the mounted paths."""
+    modules = config.get("pluginModules")
+    if isinstance(modules, list):
+        config["pluginModules"] = [str(m).removeprefix(f"{scheduler.PLUGINS_DIR}/") for m in modules]
+    return config

@@ -1,0 +1,194 @@
+"""The Helm chart installed by a real helm on the harness's real kube-apiserver.
+
+Every object the chart renders is created (no kubelet runs the pods: the objects are what is checked), the RBAC
+grants each component what it needs and no more (SubjectAccessReviews, as the API server authorizes its
+ServiceAccounts), an upgrade keeps the generated webhook certificate, and `helm uninstall` removes everything,
+cluster-scoped objects included.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from kubesched.testing.controlplane import ApiError, ControlPlane
+from tests.unit.deploy.helm_support import CHART, helm_binary, run_helm
+
+pytestmark = pytest.mark.controlplane
+
+Obj = dict[str, Any]
+RUN = uuid.uuid4().hex[:8]
+NS = f"ksh-{RUN}"
+PLUGIN = "from kubesched.framework.interfaces import FilterPlugin\n\n\nclass Mine(FilterPlugin):\n    name = 'Mine'\n"
+VALUES: Obj = {
+    "scheduler": {
+        "enabled": True,
+        "config": {
+            "apiVersion": "kubescheduler.config.k8s.io/v1",
+            "kind": "KubeSchedulerConfiguration",
+            "pluginModules": ["mine.py:Mine"],
+            "profiles": [{"schedulerName": f"ks-helm-{RUN}", "plugins": {"filter": {"enabled": [{"name": "Mine"}]}}}],
+        },
+        "pluginFiles": {"mine.py": PLUGIN},
+    },
+    "extender": {"enabled": True, "schedulerName": f"ks-helm-ext-{RUN}"},
+    "webhook": {"enabled": True},
+}
+
+
+def eventually(check: Callable[[], Any], what: str, timeout: float = 30.0) -> Any:
+    deadline = time.monotonic() + timeout
+    while not (value := check()):
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"timed out waiting for {what}")
+        time.sleep(0.2)
+    return value
+
+
+class Release:
+    def __init__(self, cp: ControlPlane, helm: Path, workdir: Path) -> None:
+        self.cp, self.helm, self.workdir = cp, helm, workdir
+        self.kubeconfig = str(cp.admin_kubeconfig)
+        self.installed = ""  # what `helm install` printed
+
+    def helm_run(self, *argv: str, values: Obj | None = None) -> str:
+        """helm against the harness; the API server's warnings (unknown fields, Pod Security) fail the test."""
+        extra: list[str] = []
+        if values is not None:
+            path = self.workdir / "values.yaml"
+            path.write_text(yaml.safe_dump(values))
+            extra = ["-f", str(path)]
+        proc = run_helm(self.helm, *argv, "--kubeconfig", self.kubeconfig, "--namespace", NS, *extra)
+        warnings = [line for line in proc.stderr.splitlines() if "warning" in line.lower()]
+        assert not warnings, "\n".join(warnings)
+        return proc.stdout
+
+    def objects(self) -> list[Obj]:
+        return [o for o in yaml.safe_load_all(self.helm_run("get", "manifest", "kubesched")) if o]
+
+    def get(self, obj: Obj) -> Obj | None:
+        version, kind, meta = obj["apiVersion"], obj["kind"], obj["metadata"]
+        base = "/api/v1" if version == "v1" else f"/apis/{version}"
+        resources = self.cp.api("GET", base)["resources"]
+        (resource,) = [r for r in resources if r["kind"] == kind and "/" not in r["name"]]
+        namespace = meta.get("namespace")
+        where = f"{base}/namespaces/{namespace}/{resource['name']}" if namespace else f"{base}/{resource['name']}"
+        try:
+            return self.cp.api("GET", f"{where}/{meta['name']}")
+        except ApiError as err:
+            if err.status == 404:
+                return None
+            raise
+
+    def can(self, account: str, verb: str, resource: str, namespace: str = NS, **attributes: str) -> bool:
+        group, subresource = attributes.pop("group", ""), attributes.pop("subresource", "")
+        spec = {
+            "user": f"system:serviceaccount:{NS}:{account}",
+            "groups": ["system:serviceaccounts", f"system:serviceaccounts:{NS}", "system:authenticated"],
+            "resourceAttributes": {
+                "namespace": namespace,
+                "verb": verb,
+                "group": group,
+                "resource": resource,
+                "subresource": subresource,
+                **attributes,
+            },
+        }
+        review = {"apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview", "spec": spec}
+        answer = self.cp.api("POST", "/apis/authorization.k8s.io/v1/subjectaccessreviews", review)
+        return bool(answer["status"].get("allowed", False))
+
+    def expect(self, account: str, allowed: bool, verb: str, resource: str, **attributes: str) -> None:
+        what = f"{account} {'may' if allowed else 'may not'} {verb} {resource} {attributes}"
+        eventually(lambda: self.can(account, verb, resource, **attributes) == allowed, what, timeout=10)
+
+
+@pytest.fixture(scope="module")
+def release(control_plane: ControlPlane, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Release]:
+    r = Release(control_plane, helm_binary(), tmp_path_factory.mktemp("helm"))
+    # As `kubesched manifests` renders the Namespace: Pod Security restricted, so any pod spec it would refuse
+    # comes back as a warning when its Deployment is created.
+    pss = {f"pod-security.kubernetes.io/{mode}": "restricted" for mode in ("enforce", "audit", "warn")}
+    namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS, "labels": pss}}
+    control_plane.api("POST", "/api/v1/namespaces", namespace)
+    r.installed = r.helm_run("install", "kubesched", str(CHART), values=VALUES)
+    try:
+        yield r
+    finally:
+        with contextlib.suppress(AssertionError):
+            r.helm_run("uninstall", "kubesched")
+        control_plane.delete_namespace(NS)
+
+
+def test_every_object_of_the_chart_exists(release: Release) -> None:
+    objects = release.objects()
+    kinds = {o["kind"] for o in objects}
+    assert {"Deployment", "ClusterRole", "ValidatingWebhookConfiguration", "NetworkPolicy", "Secret"} <= kinds
+    for obj in objects:
+        found = release.get(obj)
+        assert found is not None, f"{obj['kind']} {obj['metadata']['name']} was not created"
+        assert found["metadata"]["labels"]["app.kubernetes.io/managed-by"] == "Helm"
+    plugins = release.cp.api("GET", f"/api/v1/namespaces/{NS}/configmaps/kubesched-scheduler-plugins")
+    assert plugins["data"] == {"mine.py": PLUGIN}
+    config = release.cp.api("GET", f"/api/v1/namespaces/{NS}/configmaps/kubesched-scheduler")
+    assert yaml.safe_load(config["data"]["config.yaml"])["pluginModules"] == ["/etc/kubesched/plugins/mine.py:Mine"]
+
+
+def test_the_notes_tell_the_scheduler_names(release: Release) -> None:
+    assert "STATUS: deployed" in release.installed
+    assert f"spec.schedulerName: ks-helm-{RUN}" in release.installed
+    assert f"spec.schedulerName: ks-helm-ext-{RUN}" in release.installed
+
+
+def test_rbac_grants_each_component_what_it_needs(release: Release) -> None:
+    sched = "kubesched-scheduler"
+    release.expect(sched, True, "create", "pods", subresource="binding")
+    release.expect(sched, True, "watch", "nodes")
+    release.expect(sched, True, "delete", "pods")
+    release.expect(sched, True, "update", "leases", group="coordination.k8s.io", name=sched)
+    release.expect(sched, False, "update", "leases", group="coordination.k8s.io", name="kube-scheduler")
+    release.expect(sched, False, "get", "secrets")
+    ext = "kubesched-extender"
+    release.expect(ext, True, "list", "nodes")
+    release.expect(ext, True, "watch", "pods")  # custom-label manages a resource: usage accounting
+    release.expect(ext, False, "create", "pods", subresource="binding")  # no bind
+    ks = "kubesched-extender-scheduler"
+    release.expect(ks, True, "create", "pods", subresource="binding")  # system:kube-scheduler
+    release.expect(ks, True, "update", "leases", group="coordination.k8s.io", name=ks)
+    release.expect(ks, True, "get", "configmaps", namespace="kube-system", name="extension-apiserver-authentication")
+    hook = "kubesched-webhook"
+    release.expect(hook, True, "watch", "nodes")
+    release.expect(hook, False, "list", "pods")
+
+
+def test_an_upgrade_keeps_the_generated_certificate(release: Release) -> None:
+    def ca() -> str:
+        secret = release.cp.api("GET", f"/api/v1/namespaces/{NS}/secrets/kubesched-webhook-tls")
+        return str(secret["data"]["ca.crt"])
+
+    before = ca()
+    values = {**VALUES, "webhook": {"enabled": True, "timeoutSeconds": 3}}
+    release.helm_run("upgrade", "kubesched", str(CHART), values=values)
+    assert ca() == before
+    hook = release.cp.api(
+        "GET", f"/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations/kubesched-webhook.{NS}"
+    )
+    assert hook["webhooks"][0]["timeoutSeconds"] == 3
+    assert hook["webhooks"][0]["clientConfig"]["caBundle"] == before
+    assert b"BEGIN CERTIFICATE" in base64.b64decode(before)
+
+
+def test_uninstall_removes_everything(release: Release) -> None:
+    objects = release.objects()
+    release.helm_run("uninstall", "kubesched")
+    for obj in objects:
+        eventually(lambda obj=obj: release.get(obj) is None, f"{obj['kind']} {obj['metadata']['name']} deleted")
+    release.helm_run("install", "kubesched", str(CHART), values=VALUES)  # for the fixture's own uninstall
