@@ -3,30 +3,14 @@
 from __future__ import annotations
 
 import asyncio
-from pathlib import Path
 
 from kubesched.api.core import Node, Pod
-from kubesched.cluster import files
 from kubesched.cluster.cache import ClusterCache
 from kubesched.cluster.kubeclient import KubeClient
 from kubesched.cluster.reflector import Handlers, Reflector
 
 # Finished pods hold no resources; the server filters them out of the stream.
 ACTIVE_PODS = "status.phase!=Succeeded,status.phase!=Failed"
-
-
-class FileSource:
-    """Nodes (and pods) read once from a file."""
-
-    def __init__(self, cache: ClusterCache, path: Path) -> None:
-        self.cache = cache
-        self.path = path
-
-    async def run(self) -> None:
-        files.load_into(self.cache, self.path)
-
-    def describe(self) -> str:
-        return f"file {self.path}"
 
 
 class KubeSource:
