@@ -17,8 +17,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-KUBERNETES_VERSION = "1.35.4"
-ETCD_VERSION = "3.6.16"
+from kubesched.versions import ETCD_VERSION, KUBERNETES_VERSION
+
 BINARIES = ("kube-apiserver", "kube-scheduler", "etcd")
 
 
