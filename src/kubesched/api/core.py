@@ -244,3 +244,9 @@ class Workload(_K):
 
     metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
     spec: WorkloadSpec = msgspec.field(default_factory=WorkloadSpec)
+
+
+class Namespace(_K):
+    """A namespace: only its labels matter (namespaceSelector terms)."""
+
+    metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import msgspec
 import yaml
 
-from kubesched.api.core import Node, Pod, ReplicationController, Service, Workload
+from kubesched.api.core import Namespace, Node, Pod, ReplicationController, Service, Workload
+from kubesched.api.policy_v1 import PodDisruptionBudget
 from kubesched.cluster.cache import ClusterCache
 from kubesched.cluster.workloads import Workloads
 
@@ -48,19 +50,39 @@ def read_objects(path: Path) -> tuple[list[Node], list[Pod]]:
     An object without ``kind`` counts as a Node (a node file needs no kinds). Objects that select pods
     (see `read_cluster`) are accepted and left out.
     """
-    nodes, pods, _ = read_cluster(path)
-    return nodes, pods
+    found = read_cluster(path)
+    return found.nodes, found.pods
 
 
-_WORKLOADS = ("Service", "ReplicationController", "ReplicaSet", "StatefulSet")
+_KINDS = (
+    "Node",
+    "Pod",
+    "Service",
+    "ReplicationController",
+    "ReplicaSet",
+    "StatefulSet",
+    "PodDisruptionBudget",
+    "Namespace",
+)
 
 
-def read_cluster(path: Path) -> tuple[list[Node], list[Pod], Workloads]:
-    """`read_objects`, plus the Services, ReplicationControllers, ReplicaSets and StatefulSets of the file
-    (what PodTopologySpread's default constraints derive their selector from)."""
-    nodes: list[Node] = []
-    pods: list[Pod] = []
-    workloads = Workloads()
+@dataclass
+class ClusterFile:
+    """What a cluster file holds."""
+
+    nodes: list[Node] = field(default_factory=list)
+    pods: list[Pod] = field(default_factory=list)
+    # What PodTopologySpread's default constraints derive their selector from.
+    workloads: Workloads = field(default_factory=Workloads)
+    pdbs: list[PodDisruptionBudget] = field(default_factory=list)  # preemption spares what they protect
+    namespaces: list[Namespace] = field(default_factory=list)  # their labels, for namespaceSelector terms
+
+
+def read_cluster(path: Path) -> ClusterFile:
+    """`read_objects`, plus the Services, ReplicationControllers, ReplicaSets, StatefulSets,
+    PodDisruptionBudgets and Namespaces of the file."""
+    found = ClusterFile()
+    nodes, pods, workloads = found.nodes, found.pods, found.workloads
     for i, doc in enumerate(_documents(path)):
         for where, obj in _flatten(doc, path, f"document {i}" if i else "$"):
             kind = obj.get("kind", "Node")
@@ -80,12 +102,16 @@ def read_cluster(path: Path) -> tuple[list[Node], list[Pod], Workloads]:
                     workloads.replica_sets.upsert(msgspec.convert(obj, Workload))
                 elif kind == "StatefulSet":
                     workloads.stateful_sets.upsert(msgspec.convert(obj, Workload))
+                elif kind == "PodDisruptionBudget":
+                    found.pdbs.append(msgspec.convert(obj, PodDisruptionBudget))
+                elif kind == "Namespace":
+                    found.namespaces.append(msgspec.convert(obj, Namespace))
                 else:
-                    expected = ", ".join(("Node", "Pod", *_WORKLOADS[:-1])) + f" or {_WORKLOADS[-1]}"
+                    expected = ", ".join(_KINDS[:-1]) + f" or {_KINDS[-1]}"
                     raise ClusterFileError(f"{path}: {where}: unsupported kind {kind!r} (expected {expected})")
             except msgspec.ValidationError as err:
                 raise ClusterFileError(f"{path}: {where}: {err}") from None
-    return nodes, pods, workloads
+    return found
 
 
 def load_into(cache: ClusterCache, path: Path) -> tuple[int, int]:

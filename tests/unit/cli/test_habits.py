@@ -15,7 +15,6 @@ from kubesched.cli import scheduler_cmd
 from kubesched.cli.errors import CLIError
 from kubesched.cli.main import build_parser, main
 from kubesched.config.profiles import ConfigError, LeaderElectionConfig
-from kubesched.framework.interfaces import Handle
 
 ROOT = Path(__file__).resolve().parents[3]
 CLUSTER = ROOT / "examples" / "cluster.yaml"
@@ -101,7 +100,7 @@ def test_leader_election_flags_override_the_file_as_kube_scheduler_does(tmp_path
         "leaderElection: {leaderElect: true, leaseDuration: 30s, resourceName: from-file}\n"
     )
     args = parse_run("--config", str(config), "--leader-elect=false", "--leader-elect-resource-namespace", "ns")
-    le = scheduler_cmd.builder(config, live=True, args=args)(Handle).config.leader_election
+    le = scheduler_cmd.read_config(config, live=True, args=args)[0].leader_election
     assert (le.leader_elect, le.lease_duration, le.resource_name, le.resource_namespace) == (
         False,
         30,
@@ -109,10 +108,10 @@ def test_leader_election_flags_override_the_file_as_kube_scheduler_does(tmp_path
         "ns",
     )
     args = parse_run("--config", str(config), "--leader-elect-lease-duration", "1m", "--leader-elect-retry-period=3s")
-    le = scheduler_cmd.builder(config, live=True, args=args)(Handle).config.leader_election
+    le = scheduler_cmd.read_config(config, live=True, args=args)[0].leader_election
     assert (le.leader_elect, le.lease_duration, le.retry_period) == (True, 60, 3)
     # No flag given: the file stands.
-    le = scheduler_cmd.builder(config, live=True, args=parse_run())(Handle).config.leader_election
+    le = scheduler_cmd.read_config(config, live=True, args=parse_run())[0].leader_election
     assert le.lease_duration == 30 and le.resource_name == "from-file"
 
 

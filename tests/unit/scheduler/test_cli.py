@@ -155,3 +155,68 @@ def test_a_replicasets_pods_in_a_cluster_file_are_spread_by_the_default_constrai
     # As kube-scheduler spreads a ReplicaSet's pods (its e2e twin compares both schedulers on this layout).
     assert counts["spread"] == {"big": 4, "small": 4}
     assert counts["alone"]["big"] >= 6  # without the ReplicaSet, nothing derives a selector: LeastAllocated wins
+
+
+# A user plugin module that counts its own executions and its plugin's instances (a line each) beside itself.
+COUNTED_PLUGIN = """
+from pathlib import Path
+from typing import ClassVar
+
+from kubesched.framework.interfaces import FilterPlugin
+from kubesched.framework.status import Verdicts
+
+LOG = Path(__file__).with_suffix(".log")
+with LOG.open("a") as log:
+    log.write("imported\\n")
+
+
+class Counted(FilterPlugin):
+    name: ClassVar[str] = "Counted"
+
+    def __init__(self, args=None, handle=None):
+        super().__init__(args, handle)
+        with LOG.open("a") as log:
+            log.write(f"built for {self.handle.scheduler_name}\\n")
+
+    def filter(self, state, pod, nodes):
+        return Verdicts.all_pass(len(nodes))
+"""
+
+
+def test_a_user_plugin_module_is_imported_and_built_once_at_start_up(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "counted.py").write_text(COUNTED_PLUGIN)
+    config = tmp_path / "sched.yaml"
+    config.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "kubescheduler.config.k8s.io/v1",
+                "kind": "KubeSchedulerConfiguration",
+                "pluginModules": ["counted.py:Counted"],
+                "profiles": [
+                    {"schedulerName": "default-scheduler", "plugins": {"filter": {"enabled": [{"name": "Counted"}]}}}
+                ],
+            }
+        )
+    )
+    code, out, err = run(capsys, "scheduler", "run", "--cluster", str(EXAMPLE), "--config", str(config), "-o", "json")
+    assert code == 0, err
+    assert any(p["node"] for p in json.loads(out)["placements"])
+    # Read, checked and built once: before, the command built it to check it and the scheduler again.
+    assert (tmp_path / "counted.log").read_text().splitlines() == ["imported", "built for default-scheduler"]
+
+
+def test_a_broken_configuration_lists_the_files_and_the_plugins_problems_together(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "broken.py").write_text("raise RuntimeError('broken on purpose')\n")
+    config = tmp_path / "sched.yaml"
+    config.write_text(
+        "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"
+        "percentageOfNodesToScore: 101\npluginModules: [broken.py:Nothing]\n"
+    )
+    code, _, err = run(capsys, "scheduler", "run", "--cluster", str(EXAMPLE), "--config", str(config))
+    assert code == 2
+    assert "(2 problem(s))" in err and "percentageOfNodesToScore" in err
+    assert "RuntimeError: broken on purpose" in err

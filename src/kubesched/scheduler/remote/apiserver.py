@@ -28,6 +28,7 @@ import msgspec
 
 from kubesched.api.policy_v1 import PodDisruptionBudget
 from kubesched.cluster.kubeclient import AnswerLost, APIError, KubeClient
+from kubesched.cluster.objects import ClusterObjects
 from kubesched.core.podinfo import PodInfo
 from kubesched.framework.interfaces import AlreadyAssignedError, BindingUnknownError, ClusterAPIError
 from kubesched.scheduler.remote.events import EventRecorder, micro_time
@@ -83,16 +84,16 @@ class APIServerWriter:
         identity: str | None = None,
         gate: Callable[[], bool] | None = None,
         events: EventRecorder | None = None,
+        objects: ClusterObjects | None = None,
     ) -> None:
         self.client = client
+        self.objects = objects if objects is not None else ClusterObjects()  # PDBs and namespaces, fed by watches
         self.limiter = RateLimiter(qps, burst)
         self.gate = gate  # checked right before each write is sent
         self.hostname = hostname or socket.gethostname()
         # Events' reportingInstance: kube-scheduler writes <controller>-<hostname>; with the process's
         # identity (the Lease holder's, <hostname>_<uuid>) two schedulers on one host are told apart.
         self.identity = identity or self.hostname
-        self.pdb_objects: dict[str, PodDisruptionBudget] = {}  # fed by a watch (see run.py)
-        self.namespaces: dict[str, dict[str, str]] = {}
         self._reported: dict[str, tuple[str, str, str | None]] = {}  # uid -> last (reason, message, nominated)
         self._tasks: set[asyncio.Task[None]] = set()
         self.events = events or EventRecorder(self._call)
@@ -176,10 +177,10 @@ class APIServerWriter:
             raise ClusterAPIError(f"nominating {pod.key}: {type(err).__name__}: {err}") from None
 
     def pdbs(self) -> Sequence[PodDisruptionBudget]:
-        return list(self.pdb_objects.values())
+        return self.objects.pdbs()
 
     def namespace_labels(self, namespace: str) -> Mapping[str, str] | None:
-        return self.namespaces.get(namespace)
+        return self.objects.namespace_labels(namespace)
 
     # ---- reporting --------------------------------------------------------------------------------------
 
