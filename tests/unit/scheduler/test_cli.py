@@ -220,3 +220,56 @@ def test_a_broken_configuration_lists_the_files_and_the_plugins_problems_togethe
     assert code == 2
     assert "(2 problem(s))" in err and "percentageOfNodesToScore" in err
     assert "RuntimeError: broken on purpose" in err
+
+
+def _pod(name: str, namespace: str, priority: int = 0, node: str = "", **spec: Any) -> dict[str, Any]:
+    return {
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": namespace, "labels": spec.pop("labels", {})},
+        "spec": {
+            "nodeName": node,
+            "priority": priority,
+            "containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}],
+            **spec,
+        },
+    }
+
+
+def test_a_cluster_file_brings_pod_disruption_budgets_and_namespaces(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Preemption spares the pod a PodDisruptionBudget protects; a namespaceSelector term sees the file's
+    # namespace labels. Before, both kinds were refused ("unsupported kind").
+    node = {"kind": "Node", "metadata": {"name": "n", "labels": {"zone": "z"}}}
+    node["status"] = {"allocatable": {"cpu": "3", "pods": "10"}}
+    affinity = {
+        "podAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": [
+                {
+                    "labelSelector": {"matchLabels": {"app": "db"}},
+                    "namespaceSelector": {"matchLabels": {"team": "data"}},
+                    "topologyKey": "zone",
+                }
+            ]
+        }
+    }
+    objects = [
+        node,
+        {"kind": "Namespace", "metadata": {"name": "data", "labels": {"team": "data"}}},
+        {
+            "kind": "PodDisruptionBudget",
+            "metadata": {"name": "keep", "namespace": "ns"},
+            "spec": {"selector": {"matchLabels": {"app": "p"}}},
+        },
+        _pod("db", "data", 2000, "n", labels={"app": "db"}),  # not a victim: more important
+        _pod("protected", "ns", 5, "n", labels={"app": "p"}),
+        _pod("other", "ns", 20, "n"),
+        _pod("high", "ns", 1000, affinity=affinity),
+    ]
+    cluster = tmp_path / "cluster.yaml"
+    cluster.write_text(yaml.safe_dump_all(objects))
+    code, out, err = run(capsys, "scheduler", "run", "--cluster", str(cluster), "-o", "json")
+    assert code == 0, err
+    result = json.loads(out)
+    assert result["placements"] == [{"pod": "ns/high", "node": "n", "reason": None}]
+    assert [p["pod"] for p in result["preemptions"]] == ["ns/other"]
