@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from kubesched.cli import scheduler_cmd
+from kubesched.cli import scheduler_cmd, serving
 from kubesched.cli.errors import CLIError
 from kubesched.cli.main import build_parser, main
 from kubesched.config.profiles import ConfigError, LeaderElectionConfig
@@ -133,3 +133,18 @@ def test_bind_address_and_secure_port_are_the_halves_of_listen() -> None:
         scheduler_cmd._listen(parse_run("--listen", "1.2.3.4:5", "--secure-port", "10259"))
     with pytest.raises(CLIError, match="--secure-port"):
         scheduler_cmd._listen(parse_run("--secure-port", "70000"))
+
+
+@pytest.mark.parametrize(
+    ("command", "default"),
+    [
+        (["extender", "serve", "--policy", "custom-label"], 256 << 20),
+        (["webhook", "serve", "--config", "r.yaml"], 16 << 20),
+    ],
+)
+def test_the_body_limit_is_one_of_the_connection_limits_of_each_server(command: list[str], default: int) -> None:
+    parser = build_parser()
+    assert parser.parse_args(command).max_body_bytes == default
+    args = parser.parse_args([*command, "--max-body-bytes", "0"])
+    with pytest.raises(CLIError, match="--max-body-bytes: must be positive"):
+        serving.limits_from(args)
