@@ -24,9 +24,8 @@ from collections.abc import Callable, Coroutine, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-import msgspec
-
 from kubesched.api.policy_v1 import PodDisruptionBudget
+from kubesched.cluster import readback
 from kubesched.cluster.kubeclient import AnswerLost, APIError, KubeClient
 from kubesched.cluster.objects import ClusterObjects
 from kubesched.core.podinfo import PodInfo
@@ -128,21 +127,9 @@ class APIServerWriter:
         """Where the pod is bound now: its node, '' while pending, None when it is gone (or another pod of
         its name replaced it). Raises ClusterAPIError when the server cannot say."""
         try:
-            # A read: not behind the write rate limiter, nor the leader fence (reading is always safe).
-            data = await self.client.request("GET", f"/api/v1/namespaces/{pod.namespace}/pods/{pod.name}")
-        except APIError as err:
-            if err.status == 404:
-                return None
-            raise ClusterAPIError(f"reading {pod.key}: {err.message}") from None
-        except OSError as err:
-            raise ClusterAPIError(f"reading {pod.key}: {type(err).__name__}: {err}") from None
-        try:
-            obj = msgspec.json.decode(data, type=_PodPlacement)
-        except msgspec.DecodeError as err:
-            raise ClusterAPIError(f"reading {pod.key}: {err}") from None
-        if obj.metadata.uid != pod.uid:
-            return None
-        return obj.spec.nodeName
+            return await readback.bound_node(self.client, pod.namespace, pod.name, pod.uid)
+        except readback.ReadBackError as err:
+            raise ClusterAPIError(str(err)) from None
 
     async def evict(self, victim: PodInfo, preemptor: PodInfo, node_name: str) -> None:
         scheduler = preemptor.pod.spec.scheduler_name or "default-scheduler"
@@ -266,16 +253,3 @@ class APIServerWriter:
         for task in rest:
             task.cancel()
         await asyncio.gather(*rest, return_exceptions=True)
-
-
-class _Meta(msgspec.Struct):
-    uid: str = ""
-
-
-class _Spec(msgspec.Struct):
-    nodeName: str = ""  # the wire name
-
-
-class _PodPlacement(msgspec.Struct):
-    metadata: _Meta = msgspec.field(default_factory=_Meta)
-    spec: _Spec = msgspec.field(default_factory=_Spec)
