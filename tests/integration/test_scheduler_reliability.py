@@ -85,7 +85,8 @@ def test_without_a_config_the_live_scheduler_serves_kubesched_beside_kube_schedu
 ) -> None:
     cp, run, ns = control_plane, Run(), kube_namespace
     port = free_port()
-    cp.start_scheduler(name=f"kube-scheduler-{run.id}")
+    # Stopped at the end: left running, it would schedule later tests' default-scheduler pods.
+    kube = cp.start_scheduler(name=f"kube-scheduler-{run.id}")
     log = tmp_path / "kubesched.log"
     cmd = [sys.executable, "-m", "kubesched", "scheduler", "run", "--kubeconfig", str(cp.admin_kubeconfig)]
     cmd += ["--listen", f"127.0.0.1:{port}", "--log-format", "text"]
@@ -122,6 +123,7 @@ def test_without_a_config_the_live_scheduler_serves_kubesched_beside_kube_schedu
         finally:
             proc.terminate()
             proc.wait(20)
+            kube.stop()
 
 
 COUNTED = """
