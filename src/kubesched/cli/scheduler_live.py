@@ -187,10 +187,12 @@ async def serve(options: LiveOptions) -> int:
                 log.warning("shutdown: bindings still in flight after %.0fs: abandoned", DRAIN_GRACE)
             if elector is not None:
                 await elector.release()
-        await backend.aclose(REPORT_GRACE)
+        # A lost lease or a failure ends at once, as kube-scheduler exits: its reports are dropped, not awaited
+        # (writes are fenced anyway), so a standby taking over never overlaps a process still winding down.
+        await backend.aclose(REPORT_GRACE if code == 0 else 0.0)
     finally:
         stopping.cancel()
-        await server.shutdown(grace=1.0)
+        await server.shutdown(grace=1.0 if code == 0 else 0.0)
         for task in background:
             task.cancel()
         if background:

@@ -248,7 +248,8 @@ class APIServerWriter:
                     await asyncio.gather(self._series, return_exceptions=True)
                     await self.events.refresh()  # counts observed since the last write
         except TimeoutError:
-            log.warning("shutdown: %d report(s) still unwritten after %.0fs: dropped", len(self._tasks), grace)
+            if self._tasks:
+                log.warning("shutdown: %d report(s) still unwritten after %.0fs: dropped", len(self._tasks), grace)
         rest = [*self._tasks, *([self._series] if self._series is not None else [])]
         for task in rest:
             task.cancel()
