@@ -22,6 +22,7 @@ from kubesched.testing import build
 from kubesched.testing.controlplane import ApiError, ControlPlane
 from kubesched.testing.kubeconfig import client_from_kubeconfig
 from kubesched.testing.process import port_open
+from kubesched.versions import KUBERNETES_VERSION
 
 pytestmark = pytest.mark.controlplane
 
@@ -57,7 +58,7 @@ def node(control_plane: ControlPlane) -> Iterator[str]:
 
 
 def test_apiserver_reports_version(control_plane: ControlPlane) -> None:
-    assert control_plane.api("GET", "/version")["gitVersion"] == f"v{build.KUBERNETES_VERSION}"
+    assert control_plane.api("GET", "/version")["gitVersion"] == f"v{KUBERNETES_VERSION}"
 
 
 def test_node_status_is_stored(control_plane: ControlPlane) -> None:

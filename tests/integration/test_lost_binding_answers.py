@@ -1,7 +1,7 @@
 """A Binding applied by kube-apiserver whose answer is lost (issue 9 item 9), end to end on the real server.
 
-The scheduler runs in this process, wired as `scheduler/run.py` wires it (one `KubeClient` for the
-reflectors and the `APIServerWriter`, reflectors from `run.reflectors`), with the client pointed at a
+The scheduler runs in this process, wired as `cli/scheduler_live.py` wires it (one `KubeClient` for the
+watches and the `APIServerWriter`, the watches of `cluster.source.scheduler_source`), with the client pointed at a
 `FaultProxy`. In-process rather than `kubesched scheduler run`, because the test must start the fault
 between two steps that a child process takes at once: the watch has shown both pods, and the first
 binding is sent. So the cache is filled first and `Scheduler.run` is started only after the proxy cuts
@@ -30,11 +30,12 @@ import yaml
 
 from kubesched.cluster.cache import ClusterCache
 from kubesched.cluster.kubeclient import KubeClient, from_kubeconfig
+from kubesched.cluster.objects import ClusterObjects
+from kubesched.cluster.source import scheduler_source
 from kubesched.cluster.workloads import Workloads
 from kubesched.scheduler.engine.scheduler import Scheduler
 from kubesched.scheduler.profiles.manager import build_from_file
 from kubesched.scheduler.remote.apiserver import APIServerWriter
-from kubesched.scheduler.run import reflectors
 from kubesched.testing.controlplane import ControlPlane
 from kubesched.testing.faultproxy import FaultProxy
 from tests.integration.test_apiserver_faults import proxied_kubeconfig, report
@@ -78,7 +79,8 @@ async def test_a_lost_binding_answer_keeps_the_node_counted_and_is_never_resent(
             return await request(method, path, *args, **kwargs)
 
         client.request = counted  # type: ignore[method-assign]
-        backend = APIServerWriter(client, qps=500, burst=500, identity="lostanswer-test")
+        objects = ClusterObjects()
+        backend = APIServerWriter(client, qps=500, burst=500, identity="lostanswer-test", objects=objects)
         workloads = Workloads()
         scheduler = Scheduler(
             ClusterCache(),
@@ -86,7 +88,8 @@ async def test_a_lost_binding_answer_keeps_the_node_counted_and_is_never_resent(
             lambda make_handle: build_from_file(config, make_handle),
             default_selector=workloads.default_selector,
         )
-        watching = [asyncio.create_task(r.run()) for r in reflectors(client, scheduler, backend, workloads)]
+        source = scheduler_source(client, scheduler.cache, scheduler, objects, workloads)
+        watching = [asyncio.create_task(source.run())]
         scheduling: asyncio.Task[None] | None = None
         try:
             create(cp, ns, pod("a", run.scheduler, "600m"))

@@ -85,7 +85,8 @@ def test_without_a_config_the_live_scheduler_serves_kubesched_beside_kube_schedu
 ) -> None:
     cp, run, ns = control_plane, Run(), kube_namespace
     port = free_port()
-    cp.start_scheduler(name=f"kube-scheduler-{run.id}")
+    # Stopped at the end: left running, it would schedule later tests' default-scheduler pods.
+    kube = cp.start_scheduler(name=f"kube-scheduler-{run.id}")
     log = tmp_path / "kubesched.log"
     cmd = [sys.executable, "-m", "kubesched", "scheduler", "run", "--kubeconfig", str(cp.admin_kubeconfig)]
     cmd += ["--listen", f"127.0.0.1:{port}", "--log-format", "text"]
@@ -122,3 +123,51 @@ def test_without_a_config_the_live_scheduler_serves_kubesched_beside_kube_schedu
         finally:
             proc.terminate()
             proc.wait(20)
+            kube.stop()
+
+
+COUNTED = """
+from pathlib import Path
+from typing import ClassVar
+from kubesched.framework.interfaces import FilterPlugin
+from kubesched.framework.status import Verdicts
+
+LOG = Path(__file__).with_suffix(".log")
+with LOG.open("a") as log:
+    log.write("imported\\n")
+
+
+class Counted(FilterPlugin):
+    name: ClassVar[str] = "Counted"
+
+    def __init__(self, args=None, handle=None):
+        super().__init__(args, handle)
+        with LOG.open("a") as log:
+            log.write("built\\n")
+
+    def filter(self, state, pod, nodes):
+        return Verdicts.all_pass(len(nodes))
+"""
+
+
+def test_the_live_scheduler_imports_and_builds_a_user_plugin_once_at_start_up(
+    control_plane: ControlPlane, kube_namespace: str, tmp_path: Path
+) -> None:
+    # Before: the command built the configuration to check it, again to read the kubeconfig, again to
+    # read the client settings, and the scheduler a fourth time (4 plugin instances per profile).
+    cp, run, ns = control_plane, Run(), kube_namespace
+    plugin = tmp_path / "counted.py"
+    plugin.write_text(COUNTED)
+    log = tmp_path / "counted.log"
+    profile = {"schedulerName": run.scheduler, "plugins": {"multiPoint": {"enabled": [{"name": "Counted"}]}}}
+    config = run.config(profiles=[profile], extra={"pluginModules": ["counted.py:Counted"]})
+    specs = {"a": {"allocatable": {"cpu": "4", "memory": "8Gi", "pods": "110"}}}
+    with nodes(cp, run, specs), running(cp, tmp_path, config) as sched:
+        assert log.read_text().splitlines() == ["imported", "built"]
+        create(cp, ns, pod("p", run.scheduler))
+        eventually(lambda: node_of(cp, ns, "p"), "the pod bound through the user's plugin")
+        assert log.read_text().splitlines() == ["imported", "built"]
+        # A changed plugin file is a reload: imported and built again, once.
+        plugin.write_text(COUNTED + "\n# changed\n")
+        eventually(lambda: sched.metric("kubesched_scheduler_config_reloads_total", result="applied") >= 1, "reload")
+        assert log.read_text().splitlines() == ["imported", "built", "imported", "built"]

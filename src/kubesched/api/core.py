@@ -195,12 +195,6 @@ class Pod(_K):
     status: PodStatus = msgspec.field(default_factory=PodStatus)
 
 
-class Namespace(_K):
-    """A namespace: only its labels are read (pod affinity's namespaceSelector)."""
-
-    metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
-
-
 class ContainerImage(_K):
     names: list[str] | None = None
     size_bytes: int = 0
@@ -261,3 +255,9 @@ class Workload(_K):
 
     metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
     spec: WorkloadSpec = msgspec.field(default_factory=WorkloadSpec)
+
+
+class Namespace(_K):
+    """A namespace: only its labels matter (namespaceSelector terms)."""
+
+    metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)

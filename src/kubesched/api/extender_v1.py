@@ -1,7 +1,7 @@
 """kube-scheduler's extender wire types (k8s.io/kube-scheduler/extender/v1).
 
 The Go structs carry no JSON tags, so keys are the capitalized Go field names, every key is
-always sent, and absent values are ``null``. Go decodes keys case-insensitively; `decode_args`
+always sent, and absent values are ``null``. Go decodes keys case-insensitively; `decode`
 does the same by falling back to a key-normalizing path when the exact names are not there.
 Embedded Node objects stay raw JSON (`msgspec.Raw`) so filter can echo them unchanged.
 """
@@ -27,13 +27,6 @@ class RawNodeList(msgspec.Struct):
     items: list[msgspec.Raw] | None = None
 
 
-class EchoNodeList(msgspec.Struct):
-    """The NodeList a filter reply carries, shaped as Go's encoding/json writes v1.NodeList."""
-
-    metadata: dict[str, str]
-    items: list[msgspec.Raw]
-
-
 class ExtenderArgs(msgspec.Struct):
     """Request of filter and prioritize."""
 
@@ -43,7 +36,7 @@ class ExtenderArgs(msgspec.Struct):
 
 
 class ExtenderFilterResult(msgspec.Struct):
-    Nodes: EchoNodeList | None
+    Nodes: RawNodeList | None  # the echo: extender/replies.py writes it from the request's raw items
     NodeNames: list[str] | None
     FailedNodes: dict[str, str]
     FailedAndUnresolvableNodes: dict[str, str]

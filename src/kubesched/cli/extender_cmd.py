@@ -55,8 +55,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     serve.add_argument("--tls-cert", type=Path, help="serve HTTPS with this certificate (PEM)")
     serve.add_argument("--tls-key", type=Path, help="private key of --tls-cert")
     serve.add_argument("--client-ca", type=Path, help="require client certificates signed by this CA")
-    serve.add_argument("--max-body-bytes", type=int, default=DEFAULT_MAX_BODY, help="reject larger requests (413)")
-    serving.add_limit_flags(serve)
+    serving.add_limit_flags(serve, max_body=DEFAULT_MAX_BODY)
     logs.add_flags(serve)
     serve.set_defaults(func=run_serve)
 
@@ -71,8 +70,6 @@ def run_serve(args: argparse.Namespace) -> int:
     for flag, path in (("--tls-cert", args.tls_cert), ("--tls-key", args.tls_key), ("--client-ca", args.client_ca)):
         if path is not None and not path.is_file():
             raise CLIError(f"{flag}: no such file {path}")
-    if args.max_body_bytes <= 0:
-        raise CLIError("--max-body-bytes: must be positive")
     if not args.reservation_ttl > 0 or args.reservation_ttl == float("inf"):
         raise CLIError(f"--reservation-ttl: must be a positive number of seconds (got {args.reservation_ttl:g})")
     limits = serving.limits_from(args)

@@ -20,7 +20,7 @@ from kubesched.cli import (
     webhook_cmd,
 )
 from kubesched.errors import CLIError
-from kubesched.testing.build import KUBERNETES_VERSION
+from kubesched.versions import KUBERNETES_VERSION
 
 # What a shell reports for a program killed by SIGPIPE (kubectl's habit when `| head` closes the pipe).
 EXIT_BROKEN_PIPE = 141

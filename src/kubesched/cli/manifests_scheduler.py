@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from kubesched.cli.scheduler_cmd import builder, config_problem
+from kubesched.cli.scheduler_cmd import builder, config_problem, read_config
 from kubesched.config.errors import ConfigParseError
 from kubesched.config.model import DEFAULT_SCHEDULER_NAME
 from kubesched.config.parse import load_text
@@ -31,7 +31,7 @@ def scheduler_plan(args: argparse.Namespace, scheduler_name: str, namespace: str
     if not path.is_file():
         raise CLIError(f"--config: no such file {path}")
     try:
-        built = builder(path, live=True)(Handle)
+        built = builder(*read_config(path, live=True))(Handle)
         doc = load_text(path.read_text(encoding="utf-8"))
     except ConfigParseError as err:
         raise config_problem(err, path) from None

@@ -11,20 +11,28 @@ from collections.abc import Callable
 from pathlib import Path
 
 from kubesched.cli import logs, tables
+from kubesched.cli.scheduler_live import LiveOptions, serve
 from kubesched.cluster.cache import ClusterCache
 from kubesched.cluster.files import ClusterFileError, read_cluster
 from kubesched.cluster.kubeclient import KubeConfigError, connect
 from kubesched.config.duration import Duration
 from kubesched.config.errors import ConfigParseError
-from kubesched.config.profiles import LIVE_DEFAULT_PROFILE, ConfigError, LeaderElectionConfig, SchedulerConfiguration
+from kubesched.config.profiles import (
+    LIVE_DEFAULT_PROFILE,
+    ConfigError,
+    LeaderElectionConfig,
+    SchedulerConfiguration,
+    read_file,
+)
 from kubesched.errors import CLIError, FieldError
 from kubesched.framework.interfaces import Handle
+from kubesched.framework.profile import ProfileConfig
 from kubesched.scheduler.engine.queue import ManualClock
 from kubesched.scheduler.engine.scheduler import Placement, Scheduler
 from kubesched.scheduler.memory import MemoryCluster, run_until_settled
-from kubesched.scheduler.profiles.manager import Built, Loaded, read
+from kubesched.scheduler.profiles.manager import Built, load_registry
+from kubesched.scheduler.profiles.manager import build as build_profiles
 from kubesched.scheduler.remote.extenders import ExtenderSet
-from kubesched.scheduler.run import LiveOptions, serve
 
 log = logging.getLogger("kubesched.scheduler")
 
@@ -154,28 +162,47 @@ def config_problem(err: ConfigParseError, path: Path | None) -> CLIError:
     return CLIError(f"{where}invalid scheduler configuration ({len(err.errors)} problem(s)):\n{lines}")
 
 
-def read_config(path: Path | None, live: bool = False) -> Loaded:
-    """Read --config (else the default configuration) and load its plugins: done once at start-up.
+def read_config(
+    path: Path | None, live: bool = False, args: argparse.Namespace | None = None
+) -> tuple[SchedulerConfiguration, list[FieldError]]:
+    """The configuration as read, no plugin module imported yet, and every problem found reading it: from
+    --config, else the default profile; live, a configuration that names no profile gets one `kubesched`
+    profile (kube-scheduler serves default-scheduler); the leader-election flags laid over it."""
+    profile = LIVE_DEFAULT_PROFILE if live else None
+    errors: list[FieldError] = []
+    if path is not None:
+        read, errors = read_file(path)
+        if read is None:
+            raise ConfigError(errors)
+        config = read
+        if profile and not config.profiles_named:
+            config = dataclasses.replace(config, profiles=(ProfileConfig(profile),))
+    else:
+        config = SchedulerConfiguration(profiles=(ProfileConfig(profile),)) if profile else SchedulerConfiguration()
+    if args is not None:
+        try:
+            le = leader_election(args, config.leader_election)
+        except ConfigError as err:
+            errors = [*errors, *err.errors]
+        else:
+            config = dataclasses.replace(config, leader_election=le)
+    return config, errors
 
-    Live, a configuration that names no profile gets one `kubesched` profile (kube-scheduler serves
-    default-scheduler). ConfigError when the file cannot be read at all; other problems ride in `errors`."""
-    return read(path, default_profile=LIVE_DEFAULT_PROFILE if live else None)
 
-
-def builder(
-    path: Path | None, live: bool = False, args: argparse.Namespace | None = None, loaded: Loaded | None = None
-) -> Callable[[Callable[[str], Handle]], Built]:
-    """How to build the configuration: from ``loaded`` (read once at start-up), else by reading --config
-    again (a reload); the leader-election flags are laid over it."""
+def builder(config: SchedulerConfiguration, errors: list[FieldError]) -> Callable[[Callable[[str], Handle]], Built]:
+    """How to build a configuration as read: its plugins loaded (user modules imported) and every profile
+    built with the handles the caller gives; ConfigError lists ``errors`` and every problem building finds."""
 
     def build(make_handle: Callable[[str], Handle]) -> Built:
-        built = (loaded or read_config(path, live)).build(make_handle)
-        if args is not None:
-            le = leader_election(args, built.config.leader_election)
-            built = dataclasses.replace(built, config=dataclasses.replace(built.config, leader_election=le))
-        return built
+        registry, load_errors = load_registry(config.plugin_modules)
+        return build_profiles(config, registry, make_handle, [*errors, *load_errors])
 
     return build
+
+
+def rereader(path: Path, live: bool, args: argparse.Namespace | None) -> Callable[[Callable[[str], Handle]], Built]:
+    """A reload: read the file again and build it."""
+    return lambda make_handle: builder(*read_config(path, live, args))(make_handle)
 
 
 def feature_gates(text: str) -> dict[str, bool]:
@@ -199,18 +226,22 @@ def run_scheduler(args: argparse.Namespace) -> int:
     args.gates = feature_gates(args.feature_gates)
     if args.config is not None and not args.config.is_file():
         raise CLIError(f"--config: no such file {args.config}")
-    # Read once; check the whole configuration before anything starts: every problem at once, exit 2.
+    if args.cluster is not None and (args.kubeconfig or args.in_cluster):
+        raise CLIError("--cluster schedules in memory; it excludes --kubeconfig and --in-cluster")
+    # Read once; built once, by the scheduler. Every problem is reported at once, exit 2, before anything starts.
     try:
-        loaded = read_config(args.config, live=args.cluster is None)
-        checked = builder(args.config, args.cluster is None, args, loaded)(Handle).config
+        config, errors = read_config(args.config, live=args.cluster is None, args=args)
+        if errors:
+            builder(config, errors)(Handle)  # raises, listing the plugins' problems too
     except ConfigError as err:
         raise config_problem(err, args.config) from None
-    if args.cluster is not None:
-        if args.kubeconfig or args.in_cluster:
-            raise CLIError("--cluster schedules in memory; it excludes --kubeconfig and --in-cluster")
-        return run_in_memory(args, loaded)
-    logs.setup(args.log_level, args.log_format, args.v)
-    return run_live(args, loaded, checked)
+    try:
+        if args.cluster is not None:
+            return run_in_memory(args, config)
+        logs.setup(args.log_level, args.log_format, args.v)
+        return run_live(args, config)
+    except ConfigError as err:
+        raise config_problem(err, args.config) from None
 
 
 def _listen(args: argparse.Namespace) -> tuple[str, int]:
@@ -229,27 +260,24 @@ def _listen(args: argparse.Namespace) -> tuple[str, int]:
     return host.strip("[]") or "0.0.0.0", int(port)
 
 
-def run_live(args: argparse.Namespace, loaded: Loaded, config: SchedulerConfiguration) -> int:
-    """``loaded``: the configuration read at start-up; ``config``: it checked, with the flags laid over it."""
+def run_live(args: argparse.Namespace, config: SchedulerConfiguration) -> int:
     host, port = _listen(args)
-    kubeconfig = args.kubeconfig
-    if not kubeconfig and not args.in_cluster:
-        # As kube-scheduler: clientConnection.kubeconfig of the file, else $KUBECONFIG, else in-cluster.
-        kubeconfig = config.kubeconfig or None
+    # As kube-scheduler: clientConnection.kubeconfig of the file, else $KUBECONFIG, else in-cluster.
+    kubeconfig = None if args.in_cluster else args.kubeconfig or config.kubeconfig or None
     try:
-        conn = connect(None if args.in_cluster else kubeconfig, args.context)
+        conn = connect(kubeconfig, args.context)
     except (KubeConfigError, OSError) as err:
         raise CLIError(str(err)) from None
     options = LiveOptions(
         conn,
-        builder(args.config, True, args, loaded),
+        config,
+        builder(config, []),
+        rereader(args.config, True, args) if args.config is not None else None,
         args.config,
         host,
         port,
         args.reload_interval,
         batching=args.gates["OpportunisticBatching"],
-        config=config,
-        reload=builder(args.config, True, args),
     )
     try:
         import uvloop
@@ -259,25 +287,25 @@ def run_live(args: argparse.Namespace, loaded: Loaded, config: SchedulerConfigur
         return asyncio.run(serve(options))
 
 
-def run_in_memory(args: argparse.Namespace, loaded: Loaded) -> int:
+def run_in_memory(args: argparse.Namespace, config: SchedulerConfiguration) -> int:
     logging.basicConfig(level=logging.WARNING, format="kubesched: %(levelname)s: %(message)s")
     try:
-        objects = read_cluster(args.cluster)
+        found = read_cluster(args.cluster)
     except ClusterFileError as err:
         raise CLIError(str(err)) from None
 
     async def main() -> tuple[list[Placement], list[tuple[str, str]]]:
         clock = ManualClock()
-        cluster = MemoryCluster(objects.nodes, objects.pods, objects.pdbs, objects.namespaces)
+        cluster = MemoryCluster(found.nodes, found.pods, found.pdbs, found.namespaces)
         scheduler = Scheduler(
             ClusterCache(),
             cluster,
-            loaded.build,
+            builder(config, []),
             clock=clock,
             batching=args.gates["OpportunisticBatching"],
             extenders=ExtenderSet,
             # The file's Services, ReplicaSets… give PodTopologySpread's default constraints their selector.
-            default_selector=objects.workloads.default_selector,
+            default_selector=found.workloads.default_selector,
         )
         cluster.attach(scheduler)
         await run_until_settled(scheduler, clock)

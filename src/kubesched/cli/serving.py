@@ -57,10 +57,17 @@ async def wait_for_stop_signal() -> None:
     log.info("shutting down")
 
 
-def add_limit_flags(parser: argparse.ArgumentParser) -> None:
-    """What one client may cost the server: header size, read and idle timeouts, connections."""
+def add_limit_flags(parser: argparse.ArgumentParser, max_body: int) -> None:
+    """What one client may cost the server: body and header size, read and idle timeouts, connections.
+    ``max_body``: the command's default body limit (`http.handler.Body` checks it)."""
     d = Limits()
     group = parser.add_argument_group("connection limits")
+    group.add_argument(
+        "--max-body-bytes",
+        type=int,
+        default=max_body,
+        help=f"a request's body; larger get 413 (default {max_body})",
+    )
     group.add_argument(
         "--max-header-bytes",
         type=int,
@@ -94,7 +101,14 @@ def add_limit_flags(parser: argparse.ArgumentParser) -> None:
 
 
 def limits_from(args: argparse.Namespace) -> Limits:
-    for flag in ("max_header_bytes", "header_timeout", "body_timeout", "idle_timeout", "max_connections"):
+    for flag in (
+        "max_body_bytes",
+        "max_header_bytes",
+        "header_timeout",
+        "body_timeout",
+        "idle_timeout",
+        "max_connections",
+    ):
         if getattr(args, flag) <= 0:
             raise CLIError(f"--{flag.replace('_', '-')}: must be positive")
     return Limits(

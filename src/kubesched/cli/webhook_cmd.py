@@ -35,8 +35,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     src.add_argument("--kubeconfig", help="list+watch nodes from this cluster")
     serving.add_context_flag(src)
     src.add_argument("--nodes", type=Path, help="file of Node objects (NodeList or list, JSON or YAML): no cluster")
-    serve.add_argument("--max-body-bytes", type=int, default=DEFAULT_MAX_BODY, help="reject larger requests (413)")
-    serving.add_limit_flags(serve)
+    serving.add_limit_flags(serve, max_body=DEFAULT_MAX_BODY)
     logs.add_flags(serve)
     serve.set_defaults(func=run_serve)
 
@@ -57,8 +56,6 @@ def run_serve(args: argparse.Namespace) -> int:
     logs.setup(args.log_level, args.log_format, args.v)
     host, port = parse_listen(args.listen)
     tls = _tls(args.tls_cert, args.tls_key)
-    if args.max_body_bytes <= 0:
-        raise CLIError("--max-body-bytes: must be positive")
     limits = serving.limits_from(args)
     if args.nodes and args.kubeconfig:
         raise CLIError("--nodes and --kubeconfig exclude each other")

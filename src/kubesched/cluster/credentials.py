@@ -148,6 +148,19 @@ class Credentials:
             return self._read_token_file()  # a small file: read in place, no await needed
         return None
 
+    async def current(self) -> str:
+        """The Authorization value for a request now ("" for none), obtained first when it must be."""
+        value = self.header()
+        return await self.refresh() if value is None else value
+
+    async def replacing(self, rejected: str) -> str | None:
+        """After a 401 refused ``rejected``: the credential obtained again, or None when there is no other
+        (a static one, or the same again). Both transports ask this; only idempotent requests are resent."""
+        if not self.dynamic:
+            return None
+        fresh = await self.refresh(rejected=rejected)
+        return None if fresh == rejected else fresh
+
     async def refresh(self, rejected: str | None = None) -> str:
         """Obtain the credential again (``rejected``: the value a 401 refused; skipped if it changed since)."""
         if not self.dynamic:

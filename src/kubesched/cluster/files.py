@@ -97,13 +97,13 @@ def _kind_of(obj: dict[str, Any], listed: str | None, path: Path, where: str) ->
 
 
 @dataclass
-class ClusterObjects:
+class ClusterFile:
     """What a cluster file holds, pods defaulted as the API server would store them."""
 
     nodes: list[Node] = field(default_factory=list)
     pods: list[Pod] = field(default_factory=list)
     workloads: Workloads = field(default_factory=Workloads)
-    namespaces: dict[str, dict[str, str]] = field(default_factory=dict)  # name -> labels
+    namespaces: list[Namespace] = field(default_factory=list)  # their labels, for namespaceSelector terms
     pdbs: list[PodDisruptionBudget] = field(default_factory=list)
     priority_classes: list[PriorityClass] = field(default_factory=list)
 
@@ -119,11 +119,11 @@ def read_objects(path: Path) -> tuple[list[Node], list[Pod]]:
     return got.nodes, got.pods
 
 
-def read_cluster(path: Path) -> ClusterObjects:
+def read_cluster(path: Path) -> ClusterFile:
     """Every object of a cluster file: nodes, pods, namespaces (their labels, for namespaceSelector),
     PodDisruptionBudgets, PriorityClasses, and the Services, ReplicationControllers, ReplicaSets and
     StatefulSets PodTopologySpread's default constraints derive their selector from."""
-    out = ClusterObjects()
+    out = ClusterFile()
     raw_pods: list[tuple[str, dict[str, Any]]] = []
     for i, doc in enumerate(_documents(path)):
         for where, listed, obj in _flatten(doc, path, f"document {i}" if i else "$"):
@@ -147,7 +147,7 @@ def read_cluster(path: Path) -> ClusterObjects:
 
 
 def _read_one(
-    out: ClusterObjects, raw_pods: list[tuple[str, dict[str, Any]]], kind: str, obj: Any, where: str, path: Path
+    out: ClusterFile, raw_pods: list[tuple[str, dict[str, Any]]], kind: str, obj: Any, where: str, path: Path
 ) -> None:
     if kind == "Node":
         node = msgspec.convert(obj, Node)
@@ -160,7 +160,7 @@ def _read_one(
         ns = msgspec.convert(obj, Namespace)
         if not ns.metadata.name:
             raise ClusterFileError(f"{path}: {where}: Namespace has no metadata.name")
-        out.namespaces[ns.metadata.name] = dict(ns.metadata.labels or {})
+        out.namespaces.append(ns)
     elif kind == "Service":
         out.workloads.services.upsert(msgspec.convert(obj, Service))
     elif kind == "ReplicationController":

@@ -39,12 +39,9 @@ IDEMPOTENT = frozenset({"GET", "HEAD", "OPTIONS", "PUT", "DELETE"})
 class Auth(Protocol):
     """The Authorization value of each request (`credentials.Credentials`)."""
 
-    @property
-    def dynamic(self) -> bool: ...
+    async def current(self) -> str: ...
 
-    def header(self) -> str | None: ...
-
-    async def refresh(self, rejected: str | None = None) -> str: ...
+    async def replacing(self, rejected: str) -> str | None: ...
 
 
 class AnswerLost(TransportError):
@@ -206,15 +203,13 @@ class Pool:
     ) -> tuple[int, bytes]:
         """(status, body). Raises TransportError (nothing sent), AnswerLost (sent, no answer) or Fenced."""
         auth = self.auth
-        value = "" if auth is None else auth.header()
-        if value is None:
-            value = await auth.refresh()  # type: ignore[union-attr]
+        value = "" if auth is None else await auth.current()
         limit = self.timeout if time_limit is None else time_limit
         request = self._encode(method, path, body, content_type, value)
         status, data = await self._send(method, path, request, limit, gate)
-        if status == 401 and auth is not None and auth.dynamic:
-            fresh = await auth.refresh(rejected=value)
-            if fresh != value and method in IDEMPOTENT:
+        if status == 401 and auth is not None:
+            fresh = await auth.replacing(value)  # obtained again even for a POST: the caller's next try carries it
+            if fresh is not None and method in IDEMPOTENT:
                 request = self._encode(method, path, body, content_type, fresh)
                 status, data = await self._send(method, path, request, limit, gate)
         return status, data

@@ -99,15 +99,13 @@ class _WatchAuth(httpx.Auth):
         self.creds = creds
 
     async def async_auth_flow(self, request: httpx.Request) -> AsyncGenerator[httpx.Request, httpx.Response]:
-        value = self.creds.header()
-        if value is None:
-            value = await self.creds.refresh()
+        value = await self.creds.current()
         if value:
             request.headers["Authorization"] = value
         response = yield request
-        if response.status_code == 401 and self.creds.dynamic and request.method in IDEMPOTENT:
-            fresh = await self.creds.refresh(rejected=value)
-            if fresh != value:
+        if response.status_code == 401 and request.method in IDEMPOTENT:
+            fresh = await self.creds.replacing(value)
+            if fresh is not None:
                 request.headers["Authorization"] = fresh
                 yield request
 
@@ -134,7 +132,7 @@ class KubeClient:
     ) -> None:
         headers = {"Accept": "application/json", "User-Agent": user_agent}
         self.conn = conn
-        self.credentials = conn.credentials or Credentials(token=conn.token)
+        self.credentials = conn.credentials or Credentials()
         self.connect_timeout = connect_timeout
         https = conn.server.startswith("https:")
         tls = self.credentials.ssl_context if conn.credentials is not None and https else None

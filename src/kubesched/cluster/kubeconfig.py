@@ -38,11 +38,10 @@ class KubeConfigError(ConfigurationError):
 
 @dataclass(frozen=True)
 class Connection:
-    """Where the API server is and how to authenticate (``credentials``: else a static ``token``)."""
+    """Where the API server is and how to authenticate (``credentials``: None for none)."""
 
     server: str
     ssl_context: ssl.SSLContext | bool
-    token: str | None = None
     source: str = ""
     credentials: Credentials | None = None
 
@@ -180,7 +179,7 @@ def from_kubeconfig(paths: Path | Sequence[Path], context: str | None = None) ->
             creds.header()  # an unreadable token file is a startup error
     except CredentialError as err:
         raise KubeConfigError(f"{source}: {err}") from None
-    return Connection(str(server).rstrip("/"), context_ssl, user.body.get("token"), source, creds)
+    return Connection(str(server).rstrip("/"), context_ssl, source, creds)
 
 
 def in_cluster(directory: Path = SERVICE_ACCOUNT_DIR, env: Mapping[str, str] = os.environ) -> Connection:
@@ -199,7 +198,7 @@ def in_cluster(directory: Path = SERVICE_ACCOUNT_DIR, env: Mapping[str, str] = o
     except CredentialError as err:
         raise KubeConfigError(f"in-cluster: {err}") from None
     host = f"[{host}]" if ":" in host else host
-    return Connection(f"https://{host}:{port}", context_ssl, None, "in-cluster", creds)
+    return Connection(f"https://{host}:{port}", context_ssl, "in-cluster", creds)
 
 
 def connect(kubeconfig: str | None, context: str | None = None) -> Connection:

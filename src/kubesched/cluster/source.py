@@ -1,43 +1,77 @@
-"""Cluster sources: feed a ClusterCache from a file (the embedded default) or from a live cluster."""
+"""Cluster sources: list+watch of the API server, feeding a ClusterCache or the scheduler's event methods.
+
+`KubeSource` watches nodes (and pods, where usage matters); the cache counts as synced once what it
+watches is listed. The extender and the webhook feed the cache itself (`CacheFeed`); the scheduler
+feeds its own event methods, which update the cache and move its queue (`scheduler_source`, which
+also watches what the scheduler reads beside nodes and pods).
+"""
 
 from __future__ import annotations
 
 import asyncio
-from pathlib import Path
+from collections.abc import Sequence
+from typing import Any, Protocol, TypeVar
 
-from kubesched.api.core import Node, Pod
-from kubesched.cluster import files
+from kubesched.api.core import Namespace, Node, Pod, ReplicationController, Service, Workload
+from kubesched.api.policy_v1 import PodDisruptionBudget
 from kubesched.cluster.cache import ClusterCache
 from kubesched.cluster.kubeclient import KubeClient
+from kubesched.cluster.objects import ClusterObjects
 from kubesched.cluster.reflector import Handlers, Reflector
+from kubesched.cluster.workloads import Selectors, Workloads
 
 # Finished pods hold no resources; the server filters them out of the stream.
 ACTIVE_PODS = "status.phase!=Succeeded,status.phase!=Failed"
+Item = TypeVar("Item", Service, ReplicationController, Workload)
 
 
-class FileSource:
-    """Nodes (and pods) read once from a file."""
+class Feed(Protocol):
+    """What a watch of nodes and pods calls (the scheduler's event methods have these names)."""
 
-    def __init__(self, cache: ClusterCache, path: Path) -> None:
+    def nodes_replaced(self, nodes: list[Node]) -> None: ...
+    def node_upserted(self, node: Node) -> None: ...
+    def node_deleted(self, node: Node) -> None: ...
+    def pods_replaced(self, pods: list[Pod]) -> None: ...
+    def pod_upserted(self, pod: Pod) -> None: ...
+    def pod_deleted(self, pod: Pod) -> None: ...
+
+
+class CacheFeed:
+    """The cache itself as the feed."""
+
+    def __init__(self, cache: ClusterCache) -> None:
+        self.nodes_replaced = cache.replace_nodes
+        self.node_upserted = cache.upsert_node
+        self.pods_replaced = cache.replace_pods
+        self.pod_upserted = cache.upsert_pod
         self.cache = cache
-        self.path = path
 
-    async def run(self) -> None:
-        files.load_into(self.cache, self.path)
+    def node_deleted(self, node: Node) -> None:
+        self.cache.delete_node(node.metadata.name)
 
-    def describe(self) -> str:
-        return f"file {self.path}"
+    def pod_deleted(self, pod: Pod) -> None:
+        self.cache.delete_pod(pod.metadata.uid)
 
 
 class KubeSource:
-    """List + watch of nodes (and of pods, where the policy needs usage) from the API server."""
+    """List + watch of nodes (and of pods, where the policy needs usage) from the API server, and of
+    ``more`` resources beside them (they do not count for the cache's sync)."""
 
     def __init__(
-        self, cache: ClusterCache, client: KubeClient, *, watch_pods: bool, watch_timeout: int | None = None
+        self,
+        cache: ClusterCache,
+        client: KubeClient,
+        *,
+        watch_pods: bool,
+        watch_timeout: int | None = None,
+        feed: Feed | None = None,
+        more: Sequence[Reflector[Any]] = (),
     ) -> None:
         self.cache = cache
         self.client = client
         self.watch_pods = watch_pods
+        self.more = list(more)
+        feed = feed if feed is not None else CacheFeed(cache)
         done: set[str] = set()
         wanted = {"nodes", "pods"} if watch_pods else {"nodes"}
 
@@ -50,32 +84,61 @@ class KubeSource:
             client,
             "/api/v1/nodes",
             Node,
-            Handlers(
-                cache.replace_nodes,
-                cache.upsert_node,
-                lambda n: cache.delete_node(n.metadata.name),
-                lambda: synced("nodes"),
-            ),
+            Handlers(feed.nodes_replaced, feed.node_upserted, feed.node_deleted, lambda: synced("nodes")),
             watch_timeout=watch_timeout,
         )
         self.pods: Reflector[Pod] = Reflector(
             client,
             "/api/v1/pods",
             Pod,
-            Handlers(
-                cache.replace_pods,
-                cache.upsert_pod,
-                lambda p: cache.delete_pod(p.metadata.uid),
-                lambda: synced("pods"),
-            ),
+            Handlers(feed.pods_replaced, feed.pod_upserted, feed.pod_deleted, lambda: synced("pods")),
             field_selector=ACTIVE_PODS,
             watch_timeout=watch_timeout,
         )
         cache.tracks_pods = watch_pods
 
     async def run(self) -> None:
-        tasks = [self.nodes.run()] + ([self.pods.run()] if self.watch_pods else [])
+        tasks = [self.nodes.run()] + ([self.pods.run()] if self.watch_pods else []) + [r.run() for r in self.more]
         await asyncio.gather(*tasks)
 
     def describe(self) -> str:
         return f"cluster {self.client.conn.server} ({self.client.conn.source})"
+
+
+def scheduler_source(
+    client: KubeClient,
+    cache: ClusterCache,
+    feed: Feed,
+    objects: ClusterObjects,
+    workloads: Workloads,
+    *,
+    watch_timeout: int | None = None,
+) -> KubeSource:
+    """What the scheduler watches: nodes and pods into ``feed`` (its event methods; synced once both are
+    listed), PodDisruptionBudgets and namespaces into ``objects``, and what selects pods into ``workloads``
+    (PodTopologySpread's default constraints, as kube-scheduler's informers)."""
+
+    def watch(path: str, kind: type[Any], handlers: Handlers[Any]) -> Reflector[Any]:
+        return Reflector(client, path, kind, handlers, watch_timeout=watch_timeout)
+
+    more = [
+        watch(
+            "/apis/policy/v1/poddisruptionbudgets",
+            PodDisruptionBudget,
+            Handlers(objects.replace_pdbs, objects.upsert_pdb, objects.delete_pdb),
+        ),
+        watch(
+            "/api/v1/namespaces",
+            Namespace,
+            Handlers(objects.replace_namespaces, objects.upsert_namespace, objects.delete_namespace),
+        ),
+        watch("/api/v1/services", Service, _into(workloads.services)),
+        watch("/api/v1/replicationcontrollers", ReplicationController, _into(workloads.controllers)),
+        watch("/apis/apps/v1/replicasets", Workload, _into(workloads.replica_sets)),
+        watch("/apis/apps/v1/statefulsets", Workload, _into(workloads.stateful_sets)),
+    ]
+    return KubeSource(cache, client, watch_pods=True, watch_timeout=watch_timeout, feed=feed, more=more)
+
+
+def _into(store: Selectors[Item, Any]) -> Handlers[Item]:
+    return Handlers(store.replace, store.upsert, store.delete)

@@ -9,7 +9,7 @@ with a selector derived from what selects the pod (helper.DefaultSelector, v1.35
   ReplicaSet's or StatefulSet's label selector's requirements added (an owner that is not known, or
   a selector that does not parse, adds nothing).
 
-An empty result means no default constraints. Fed by list+watch (scheduler/run.py).
+An empty result means no default constraints. Fed by list+watch (`source.scheduler_source`) or a cluster file.
 """
 
 from __future__ import annotations

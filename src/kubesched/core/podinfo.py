@@ -113,10 +113,6 @@ class PodInfo:
         """The pod sets podAffinity or podAntiAffinity (kube-scheduler's PodsWithAffinity)."""
         return self.shared.has_pod_affinity
 
-    @property
-    def requests_nothing(self) -> bool:
-        return not any(self.requests.values())
-
     def __repr__(self) -> str:
         return f"PodInfo({self.key})"
 

@@ -14,10 +14,11 @@ from typing import Any, Literal
 
 from kubesched.config.model import ManagedResource
 from kubesched.errors import ConfigurationError, FieldError
+from kubesched.versions import KUBERNETES_VERSION
 
 DEFAULT_NAMESPACE = "kubesched"
 DEFAULT_IMAGE = "kubesched:0.1.0"
-KUBE_SCHEDULER_IMAGE = "registry.k8s.io/kube-scheduler:v1.35.4"
+KUBE_SCHEDULER_IMAGE = f"registry.k8s.io/kube-scheduler:v{KUBERNETES_VERSION}"
 DEFAULT_SCHEDULER_NAME = "kubesched"
 DEFAULT_EXTENDER_SCHEDULER_NAME = "kubesched-extender-scheduler"
 DEFAULT_POLICY = "custom-label"

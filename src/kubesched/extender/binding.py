@@ -13,6 +13,7 @@ import msgspec
 
 from kubesched.api import extender_v1 as wire
 from kubesched.api.core import Pod
+from kubesched.cluster import readback
 from kubesched.cluster.kubeclient import AnswerLost, APIError, KubeClient
 from kubesched.cluster.ledger import Ledger
 from kubesched.core.podinfo import PodInfo, compile_pod
@@ -95,15 +96,10 @@ class BindingWriter:
     async def node_of(self, args: wire.ExtenderBindingArgs) -> str | None:
         """The pod's node as the API server has it now ("" unbound or gone), None if it cannot be read."""
         try:
-            raw = await self.client.request("GET", f"/api/v1/namespaces/{args.PodNamespace}/pods/{args.PodName}")
-            pod = self._pod_decoder.decode(raw)
-        except APIError as err:
-            return "" if err.status == 404 else None
-        except (OSError, msgspec.DecodeError):
+            where = await readback.bound_node(self.client, args.PodNamespace, args.PodName, args.PodUID)
+        except readback.ReadBackError:
             return None
-        if args.PodUID and pod.metadata.uid != args.PodUID:
-            return ""  # the pod we bound is gone; another of its name took its place
-        return pod.spec.node_name or ""
+        return where or ""  # gone (or replaced by another pod of its name) counts as not bound
 
     async def settle_unknown(self, args: wire.ExtenderBindingArgs, info: PodInfo) -> str | None:
         """An earlier binding of this pod lost its answer: learn where it is before binding it again.

@@ -14,8 +14,9 @@ from typing import ClassVar
 
 import msgspec
 
-from kubesched.api.core import Node, Pod
+from kubesched.api.core import Namespace, Node, Pod
 from kubesched.api.policy_v1 import PodDisruptionBudget
+from kubesched.cluster.objects import ClusterObjects
 from kubesched.config.model import DEFAULT_SCHEDULER_NAME
 from kubesched.core.podinfo import PodInfo
 from kubesched.framework.interfaces import AlreadyAssignedError, ClusterAPIError
@@ -64,13 +65,12 @@ class MemoryCluster:
         nodes: Sequence[Node],
         pods: Sequence[Pod],
         pdbs: Sequence[PodDisruptionBudget] = (),
-        namespaces: Mapping[str, Mapping[str, str]] | None = None,
+        namespaces: Sequence[Namespace] = (),
     ) -> None:
         self.nodes = {n.metadata.name: n for n in nodes}
         self.pods = {p.metadata.uid: p for p in normalize(pods)}
         self.pending = [f"{p.metadata.namespace}/{p.metadata.name}" for p in self.pods.values() if not p.spec.node_name]
-        self._pdbs = list(pdbs)
-        self._namespaces = dict(namespaces or {})
+        self.objects = ClusterObjects(pdbs, namespaces)  # what preemption and namespaceSelectors read
         self.events: list[Event] = []
         self.conditions: dict[str, tuple[str, str]] = {}  # pod key -> (reason, message)
         self.scheduler: Scheduler | None = None
@@ -128,11 +128,10 @@ class MemoryCluster:
             self.pods[pod.uid] = msgspec.structs.replace(obj, status=status)
 
     def pdbs(self) -> Sequence[PodDisruptionBudget]:
-        return self._pdbs
+        return self.objects.pdbs()
 
     def namespace_labels(self, namespace: str) -> Mapping[str, str] | None:
-        """A namespace's labels; None for a namespace the cluster file does not declare."""
-        return self._namespaces.get(namespace)
+        return self.objects.namespace_labels(namespace)
 
     # ---- reporting --------------------------------------------------------------------------------------
 

@@ -18,9 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kubesched.errors import HarnessError
+from kubesched.versions import ETCD_VERSION, KUBERNETES_VERSION
 
-KUBERNETES_VERSION = "1.35.4"
-ETCD_VERSION = "3.6.16"
 BINARIES = ("kube-apiserver", "kube-scheduler", "etcd")
 HELM_VERSION = "3.22.0"
 # Bounds each step of helm's build (downloads; compile): CI has 90 minutes for everything, a cold build takes ~13.

@@ -11,11 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from kubesched.cli import scheduler_cmd
+from kubesched.cli import scheduler_cmd, serving
 from kubesched.cli.main import build_parser, main
 from kubesched.config.profiles import ConfigError, LeaderElectionConfig
 from kubesched.errors import CLIError
-from kubesched.framework.interfaces import Handle
 
 ROOT = Path(__file__).resolve().parents[3]
 CLUSTER = ROOT / "examples" / "cluster.yaml"
@@ -101,7 +100,7 @@ def test_leader_election_flags_override_the_file_as_kube_scheduler_does(tmp_path
         "leaderElection: {leaderElect: true, leaseDuration: 30s, resourceName: from-file}\n"
     )
     args = parse_run("--config", str(config), "--leader-elect=false", "--leader-elect-resource-namespace", "ns")
-    le = scheduler_cmd.builder(config, live=True, args=args)(Handle).config.leader_election
+    le = scheduler_cmd.read_config(config, live=True, args=args)[0].leader_election
     assert (le.leader_elect, le.lease_duration, le.resource_name, le.resource_namespace) == (
         False,
         30,
@@ -109,10 +108,10 @@ def test_leader_election_flags_override_the_file_as_kube_scheduler_does(tmp_path
         "ns",
     )
     args = parse_run("--config", str(config), "--leader-elect-lease-duration", "1m", "--leader-elect-retry-period=3s")
-    le = scheduler_cmd.builder(config, live=True, args=args)(Handle).config.leader_election
+    le = scheduler_cmd.read_config(config, live=True, args=args)[0].leader_election
     assert (le.leader_elect, le.lease_duration, le.retry_period) == (True, 60, 3)
     # No flag given: the file stands.
-    le = scheduler_cmd.builder(config, live=True, args=parse_run())(Handle).config.leader_election
+    le = scheduler_cmd.read_config(config, live=True, args=parse_run())[0].leader_election
     assert le.lease_duration == 30 and le.resource_name == "from-file"
 
 
@@ -134,3 +133,18 @@ def test_bind_address_and_secure_port_are_the_halves_of_listen() -> None:
         scheduler_cmd._listen(parse_run("--listen", "1.2.3.4:5", "--secure-port", "10259"))
     with pytest.raises(CLIError, match="--secure-port"):
         scheduler_cmd._listen(parse_run("--secure-port", "70000"))
+
+
+@pytest.mark.parametrize(
+    ("command", "default"),
+    [
+        (["extender", "serve", "--policy", "custom-label"], 256 << 20),
+        (["webhook", "serve", "--config", "r.yaml"], 16 << 20),
+    ],
+)
+def test_the_body_limit_is_one_of_the_connection_limits_of_each_server(command: list[str], default: int) -> None:
+    parser = build_parser()
+    assert parser.parse_args(command).max_body_bytes == default
+    args = parser.parse_args([*command, "--max-body-bytes", "0"])
+    with pytest.raises(CLIError, match="--max-body-bytes: must be positive"):
+        serving.limits_from(args)

@@ -10,11 +10,11 @@ import pytest
 
 from kubesched.cli import scheduler_cmd
 from kubesched.cli.main import main
+from kubesched.cli.scheduler_live import LiveOptions
 from kubesched.config import profiles as config_profiles
 from kubesched.framework import build as framework_build
 from kubesched.framework.interfaces import Handle
 from kubesched.scheduler.profiles import manager
-from kubesched.scheduler.run import LiveOptions
 
 ROOT = Path(__file__).resolve().parents[3]
 CLUSTER = ROOT / "examples" / "cluster.yaml"
@@ -49,7 +49,7 @@ class Counts:
             self.builds += 1
             return build_profiles(*args, **kwargs)
 
-        monkeypatch.setattr(manager, "read_file", counted_read)
+        monkeypatch.setattr(scheduler_cmd, "read_file", counted_read)
         monkeypatch.setattr(manager, "build_profiles", counted_build)
 
 
@@ -65,7 +65,7 @@ def test_in_memory_reads_the_file_once(tmp_path: Path, monkeypatch: pytest.Monke
     counts = Counts(monkeypatch)
     assert main(["scheduler", "run", "--cluster", str(CLUSTER), "--config", str(write_config(tmp_path))]) == 0
     assert counts.reads == 1
-    assert counts.builds == 2  # the check before anything starts, then the scheduler's own handles
+    assert counts.builds == 1  # by the scheduler, with its own handles: a broken file is refused there too
 
 
 def test_live_start_up_reads_once_and_hands_the_read_configuration_over(
@@ -81,13 +81,13 @@ def test_live_start_up_reads_once_and_hands_the_read_configuration_over(
     monkeypatch.setattr(scheduler_cmd, "serve", serve)
     assert main(["scheduler", "run", "--config", str(write_config(tmp_path))]) == 0
     (options,) = seen
-    assert counts.reads == 1 and counts.builds == 1  # read once; checked once before serving
+    assert counts.reads == 1 and counts.builds == 0  # read once; built by the scheduler, once, when it starts
     # The client settings come from the configuration read at start-up (the file's kubeconfig was used).
     assert options.config is not None and (options.config.qps, options.config.burst) == (7, 9)
     assert options.connection.server == "https://127.0.0.1:1"
     # The scheduler's build uses what was read; a reload reads the file again.
     assert list(options.build(lambda name: Handle(scheduler_name=name)).profiles) == ["mine"]
-    assert counts.reads == 1
+    assert counts.reads == 1 and counts.builds == 1
     assert options.reload is not None
     options.reload(lambda name: Handle(scheduler_name=name))
     assert counts.reads == 2

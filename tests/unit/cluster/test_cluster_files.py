@@ -46,7 +46,7 @@ def test_namespaces_pdbs_and_priority_classes_are_read(tmp_path: Path) -> None:
 - {kind: PriorityClass, metadata: {name: high}, value: 1000, preemptionPolicy: Never}
 """
     got = read_cluster(write(tmp_path, text))
-    assert got.namespaces == {"team-a": {"team": "a"}}
+    assert [(n.metadata.name, n.metadata.labels) for n in got.namespaces] == [("team-a", {"team": "a"})]
     assert [p.metadata.name for p in got.pdbs] == ["db"] and got.pdbs[0].status.disruptions_allowed == 1
     assert [(c.name, c.value, c.preemption_policy) for c in got.priority_classes] == [("high", 1000, "Never")]
 

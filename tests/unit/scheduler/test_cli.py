@@ -155,3 +155,121 @@ def test_a_replicasets_pods_in_a_cluster_file_are_spread_by_the_default_constrai
     # As kube-scheduler spreads a ReplicaSet's pods (its e2e twin compares both schedulers on this layout).
     assert counts["spread"] == {"big": 4, "small": 4}
     assert counts["alone"]["big"] >= 6  # without the ReplicaSet, nothing derives a selector: LeastAllocated wins
+
+
+# A user plugin module that counts its own executions and its plugin's instances (a line each) beside itself.
+COUNTED_PLUGIN = """
+from pathlib import Path
+from typing import ClassVar
+
+from kubesched.framework.interfaces import FilterPlugin
+from kubesched.framework.status import Verdicts
+
+LOG = Path(__file__).with_suffix(".log")
+with LOG.open("a") as log:
+    log.write("imported\\n")
+
+
+class Counted(FilterPlugin):
+    name: ClassVar[str] = "Counted"
+
+    def __init__(self, args=None, handle=None):
+        super().__init__(args, handle)
+        with LOG.open("a") as log:
+            log.write(f"built for {self.handle.scheduler_name}\\n")
+
+    def filter(self, state, pod, nodes):
+        return Verdicts.all_pass(len(nodes))
+"""
+
+
+def test_a_user_plugin_module_is_imported_and_built_once_at_start_up(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "counted.py").write_text(COUNTED_PLUGIN)
+    config = tmp_path / "sched.yaml"
+    config.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "kubescheduler.config.k8s.io/v1",
+                "kind": "KubeSchedulerConfiguration",
+                "pluginModules": ["counted.py:Counted"],
+                "profiles": [
+                    {"schedulerName": "default-scheduler", "plugins": {"filter": {"enabled": [{"name": "Counted"}]}}}
+                ],
+            }
+        )
+    )
+    code, out, err = run(capsys, "scheduler", "run", "--cluster", str(EXAMPLE), "--config", str(config), "-o", "json")
+    assert code == 0, err
+    assert any(p["node"] for p in json.loads(out)["placements"])
+    # Read, checked and built once: before, the command built it to check it and the scheduler again.
+    assert (tmp_path / "counted.log").read_text().splitlines() == ["imported", "built for default-scheduler"]
+
+
+def test_a_broken_configuration_lists_the_files_and_the_plugins_problems_together(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "broken.py").write_text("raise RuntimeError('broken on purpose')\n")
+    config = tmp_path / "sched.yaml"
+    config.write_text(
+        "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"
+        "percentageOfNodesToScore: 101\npluginModules: [broken.py:Nothing]\n"
+    )
+    code, _, err = run(capsys, "scheduler", "run", "--cluster", str(EXAMPLE), "--config", str(config))
+    assert code == 2
+    assert "(2 problem(s))" in err and "percentageOfNodesToScore" in err
+    assert "RuntimeError: broken on purpose" in err
+
+
+def _pod(name: str, namespace: str, priority: int = 0, node: str = "", **spec: Any) -> dict[str, Any]:
+    return {
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": namespace, "labels": spec.pop("labels", {})},
+        "spec": {
+            "nodeName": node,
+            "priority": priority,
+            "containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}],
+            **spec,
+        },
+    }
+
+
+def test_a_cluster_file_brings_pod_disruption_budgets_and_namespaces(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Preemption spares the pod a PodDisruptionBudget protects; a namespaceSelector term sees the file's
+    # namespace labels. Before, both kinds were refused ("unsupported kind").
+    node = {"kind": "Node", "metadata": {"name": "n", "labels": {"zone": "z"}}}
+    node["status"] = {"allocatable": {"cpu": "3", "pods": "10"}}
+    affinity = {
+        "podAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": [
+                {
+                    "labelSelector": {"matchLabels": {"app": "db"}},
+                    "namespaceSelector": {"matchLabels": {"team": "data"}},
+                    "topologyKey": "zone",
+                }
+            ]
+        }
+    }
+    objects = [
+        node,
+        {"kind": "Namespace", "metadata": {"name": "data", "labels": {"team": "data"}}},
+        {
+            "kind": "PodDisruptionBudget",
+            "metadata": {"name": "keep", "namespace": "ns"},
+            "spec": {"selector": {"matchLabels": {"app": "p"}}},
+        },
+        _pod("db", "data", 2000, "n", labels={"app": "db"}),  # not a victim: more important
+        _pod("protected", "ns", 5, "n", labels={"app": "p"}),
+        _pod("other", "ns", 20, "n"),
+        _pod("high", "ns", 1000, affinity=affinity),
+    ]
+    cluster = tmp_path / "cluster.yaml"
+    cluster.write_text(yaml.safe_dump_all(objects))
+    code, out, err = run(capsys, "scheduler", "run", "--cluster", str(cluster), "-o", "json")
+    assert code == 0, err
+    result = json.loads(out)
+    assert result["placements"] == [{"pod": "ns/high", "node": "n", "reason": None}]
+    assert [p["pod"] for p in result["preemptions"]] == ["ns/other"]

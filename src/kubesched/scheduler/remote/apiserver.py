@@ -24,10 +24,10 @@ from collections.abc import Callable, Coroutine, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, ClassVar
 
-import msgspec
-
 from kubesched.api.policy_v1 import PodDisruptionBudget
+from kubesched.cluster import readback
 from kubesched.cluster.kubeclient import AnswerLost, APIError, KubeClient
+from kubesched.cluster.objects import ClusterObjects
 from kubesched.core.podinfo import PodInfo
 from kubesched.framework.interfaces import AlreadyAssignedError, BindingUnknownError, ClusterAPIError
 from kubesched.scheduler.remote.events import EventRecorder, micro_time
@@ -85,16 +85,16 @@ class APIServerWriter:
         identity: str | None = None,
         gate: Callable[[], bool] | None = None,
         events: EventRecorder | None = None,
+        objects: ClusterObjects | None = None,
     ) -> None:
         self.client = client
+        self.objects = objects if objects is not None else ClusterObjects()  # PDBs and namespaces, fed by watches
         self.limiter = RateLimiter(qps, burst)
         self.gate = gate  # checked right before each write is sent
         self.hostname = hostname or socket.gethostname()
         # Events' reportingInstance: kube-scheduler writes <controller>-<hostname>; with the process's
         # identity (the Lease holder's, <hostname>_<uuid>) two schedulers on one host are told apart.
         self.identity = identity or self.hostname
-        self.pdb_objects: dict[str, PodDisruptionBudget] = {}  # fed by a watch (see run.py)
-        self.namespaces: dict[str, dict[str, str]] = {}
         self._reported: dict[str, tuple[str, str, str | None]] = {}  # uid -> last (reason, message, nominated)
         self._tasks: set[asyncio.Task[None]] = set()
         self.events = events or EventRecorder(self._call)
@@ -129,21 +129,9 @@ class APIServerWriter:
         """Where the pod is bound now: its node, '' while pending, None when it is gone (or another pod of
         its name replaced it). Raises ClusterAPIError when the server cannot say."""
         try:
-            # A read: not behind the write rate limiter, nor the leader fence (reading is always safe).
-            data = await self.client.request("GET", f"/api/v1/namespaces/{pod.namespace}/pods/{pod.name}")
-        except APIError as err:
-            if err.status == 404:
-                return None
-            raise ClusterAPIError(f"reading {pod.key}: {err.message}") from None
-        except OSError as err:
-            raise ClusterAPIError(f"reading {pod.key}: {type(err).__name__}: {err}") from None
-        try:
-            obj = msgspec.json.decode(data, type=_PodPlacement)
-        except msgspec.DecodeError as err:
-            raise ClusterAPIError(f"reading {pod.key}: {err}") from None
-        if obj.metadata.uid != pod.uid:
-            return None
-        return obj.spec.nodeName
+            return await readback.bound_node(self.client, pod.namespace, pod.name, pod.uid)
+        except readback.ReadBackError as err:
+            raise ClusterAPIError(str(err)) from None
 
     async def evict(self, victim: PodInfo, preemptor: PodInfo, node_name: str) -> None:
         scheduler = preemptor.pod.spec.scheduler_name or "default-scheduler"
@@ -178,10 +166,10 @@ class APIServerWriter:
             raise ClusterAPIError(f"nominating {pod.key}: {type(err).__name__}: {err}") from None
 
     def pdbs(self) -> Sequence[PodDisruptionBudget]:
-        return list(self.pdb_objects.values())
+        return self.objects.pdbs()
 
     def namespace_labels(self, namespace: str) -> Mapping[str, str] | None:
-        return self.namespaces.get(namespace)
+        return self.objects.namespace_labels(namespace)
 
     # ---- reporting --------------------------------------------------------------------------------------
 
@@ -262,21 +250,9 @@ class APIServerWriter:
                     await asyncio.gather(self._series, return_exceptions=True)
                     await self.events.refresh()  # counts observed since the last write
         except TimeoutError:
-            log.warning("shutdown: %d report(s) still unwritten after %.0fs: dropped", len(self._tasks), grace)
+            if self._tasks:
+                log.warning("shutdown: %d report(s) still unwritten after %.0fs: dropped", len(self._tasks), grace)
         rest = [*self._tasks, *([self._series] if self._series is not None else [])]
         for task in rest:
             task.cancel()
         await asyncio.gather(*rest, return_exceptions=True)
-
-
-class _Meta(msgspec.Struct):
-    uid: str = ""
-
-
-class _Spec(msgspec.Struct):
-    nodeName: str = ""  # the wire name
-
-
-class _PodPlacement(msgspec.Struct):
-    metadata: _Meta = msgspec.field(default_factory=_Meta)
-    spec: _Spec = msgspec.field(default_factory=_Spec)
