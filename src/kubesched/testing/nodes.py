@@ -92,6 +92,10 @@ STANDARD_RESOURCES = ("cpu", "memory", "pods", "ephemeral-storage", "storage")
 STANDARD_PREFIXES = ("hugepages-", "attachable-volumes-")
 
 
+# libyaml where available: 30x faster, and it refuses deep nesting with a clear error instead of recursing.
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
 class NodesFileError(ValueError):
     """A nodes file that cannot be used; the message names the file and each bad field's path."""
 
@@ -408,7 +412,7 @@ def parse_nodes(text: str, origin: str = "the nodes file") -> list[FileNode]:
     if len(text) > MAX_FILE_BYTES:
         raise NodesFileError(f"{origin}: larger than {MAX_FILE_BYTES // 2**20} MiB")
     try:
-        docs = [d for d in yaml.safe_load_all(text) if d is not None]
+        docs = [d for d in yaml.load_all(text, Loader=_LOADER) if d is not None]
     except yaml.YAMLError as err:
         mark = getattr(err, "problem_mark", None)
         where = f"{origin}:{mark.line + 1}:{mark.column + 1}" if mark is not None else origin
