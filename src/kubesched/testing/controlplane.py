@@ -452,7 +452,9 @@ class ControlPlane:
         self._schedulers.append(sched)
         return sched.start()
 
-    def reconfigure_scheduler(self, name: str, config: Mapping[str, Any] | str | Path) -> KubeScheduler:
+    def reconfigure_scheduler(
+        self, name: str, config: Mapping[str, Any] | str | Path, *, origin: str | None = None
+    ) -> KubeScheduler:
         """Run scheduler ``name`` with another config (starting it if there is none), etcd and apiserver untouched.
 
         kube-scheduler checks the new config first (SchedulerConfigError: the running one is left alone). If the
@@ -467,7 +469,9 @@ class ControlPlane:
         doc = inject_kubeconfig(load_config(config), kubeconfig)
         candidate = existing.config_path.with_suffix(".next.yaml")
         candidate.write_text(dump_yaml(doc))
-        check_with_binary(existing.binary, candidate)
+        check_with_binary(
+            existing.binary, candidate, origin=origin or (None if isinstance(config, Mapping) else str(config))
+        )
         existing.stop()
         candidate.replace(existing.config_path)
         try:

@@ -78,7 +78,7 @@ def inject_kubeconfig(config: Mapping[str, Any], kubeconfig: Path) -> dict[str, 
     return doc
 
 
-def check_with_binary(binary: Path, config_path: Path, *, timeout: float = 60.0) -> None:
+def check_with_binary(binary: Path, config_path: Path, *, origin: str | None = None, timeout: float = 60.0) -> None:
     """Let kube-scheduler itself validate a config file (``--write-config-to``: it builds every profile, then exits
     without contacting the apiserver); raise SchedulerConfigError with its reason."""
     with tempfile.TemporaryDirectory(prefix="kubesched-check-") as tmp:
@@ -90,7 +90,7 @@ def check_with_binary(binary: Path, config_path: Path, *, timeout: float = 60.0)
     if out.returncode != 0:
         found = re.findall(r'"command failed" err="(.*)"', out.stderr)
         reason = found[-1].replace('\\"', '"') if found else out.stderr.strip()[-2000:]
-        raise SchedulerConfigError(f"kube-scheduler refuses {config_path}: {reason}")
+        raise SchedulerConfigError(f"kube-scheduler refuses {origin or config_path}: {reason}")
 
 
 class KubeScheduler:
