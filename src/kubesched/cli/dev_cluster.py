@@ -42,7 +42,6 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         description="Start etcd, kube-apiserver and kube-scheduler on free loopback ports, register fake nodes "
         "(--nodes N: node-0.. with 8 cpu, 32Gi, 110 pods; --nodes-file: any shape), print the admin kubeconfig, "
         "and run until SIGINT/SIGTERM.",
-        epilog="example: kubesched dev-cluster up --nodes-file gpu-nodes.yaml --scheduler-config sched.yaml -o json",
     )
     up.add_argument(
         "--nodes", type=int, metavar="N", help="number of plain fake nodes (default 1, 0 with --nodes-file)"
@@ -65,14 +64,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "status",
         help="show a running dev-cluster: kubeconfig, URLs, binaries, pids",
         description="Print the state of a running dev-cluster (the one running, or --dir's).",
-        epilog="example: export KUBECONFIG=$(kubesched dev-cluster status -o json | jq -r .kubeconfig)",
     )
     restart = sub.add_parser(
         "restart-scheduler",
         help="restart the dev-cluster's kube-scheduler, optionally with another config",
         description="Restart kube-scheduler of a running dev-cluster (etcd and kube-apiserver keep running). "
         "kube-scheduler checks a new --config first: a config it refuses leaves the running one alone.",
-        epilog="example: kubesched dev-cluster restart-scheduler --config sched-v2.yaml",
     )
     restart.add_argument("--config", type=Path, metavar="FILE", help="the new KubeSchedulerConfiguration YAML")
     restart.add_argument("--timeout", type=float, default=180.0, metavar="SECONDS", help="(default 180)")
