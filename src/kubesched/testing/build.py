@@ -160,6 +160,15 @@ def lock_holder(lock_path: Path) -> str:
     return f"pid {pid} ({command}) on {host}, for {_duration(time.time() - since)}"
 
 
+def _own_command() -> str:
+    """This process's command line, program by its base name (for the lock note), at most 200 characters."""
+    try:
+        argv = Path("/proc/self/cmdline").read_bytes().decode(errors="replace").rstrip("\0").split("\0")
+    except OSError:
+        argv = [sys.executable, *sys.argv]
+    return " ".join([os.path.basename(argv[0]), *argv[1:]])[:200]
+
+
 def _acquire(lock_path: Path, progress: Progress) -> IO[str]:
     """The build lock, exclusive; while another process holds it, report who and for how long, every 0.5 s."""
     lock = lock_path.open("a+")  # never "w": that would wipe the holder's note for everyone waiting
@@ -173,7 +182,7 @@ def _acquire(lock_path: Path, progress: Progress) -> IO[str]:
                 time.sleep(0.5)
         lock.seek(0)
         lock.truncate()
-        command = " ".join(os.path.basename(a) if i == 0 else a for i, a in enumerate(sys.argv))[:200]
+        command = _own_command()
         lock.write(
             json.dumps({"pid": os.getpid(), "command": command, "host": socket.gethostname(), "since": time.time()})
         )
