@@ -39,13 +39,18 @@ def _write_json(path: Path, doc: Any) -> None:
 
 
 def _alive(pid: int) -> bool:
+    """Whether ``pid`` runs; an exited process its parent has not reaped yet (a zombie) does not."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
         return True
-    return True
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return True  # no /proc: trust kill()
+    return stat.rpartition(")")[2].split()[0] != "Z"
 
 
 def publish(data_dir: Path, state: dict[str, Any]) -> None:
