@@ -11,6 +11,7 @@ import subprocess
 import sys
 import threading
 import time
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
@@ -19,7 +20,9 @@ import httpx
 import pytest
 
 from kubesched.testing import build
+from kubesched.testing.controlplane import ControlPlane
 from kubesched.testing.kubeconfig import client_from_kubeconfig
+from kubesched.testing.process import ProcessError
 
 pytestmark = pytest.mark.controlplane
 
@@ -274,3 +277,40 @@ def test_bad_nodes_files_fail_before_or_at_the_apiserver(
     assert result.returncode == 2, result.stderr
     assert f"{server_side}: the node (n): kube-apiserver refused it: 400" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+CRASHING_WRAPPER = """#!/bin/sh
+# kube-scheduler, except that a config naming "fails-at-run" passes the check and then dies at start.
+case "$*" in *--write-config-to*) exec {real} "$@";; esac
+for arg in "$@"; do
+  case "$arg" in
+    --config=*) grep -q fails-at-run "${{arg#--config=}}" && {{ echo "simulated crash" >&2; exit 1; }};;
+  esac
+done
+exec {real} "$@"
+"""
+
+
+def test_reconfigure_rolls_back_when_the_new_config_does_not_come_up(
+    control_plane: ControlPlane, kube_namespace: str, tmp_path: Path
+) -> None:
+    wrapper = tmp_path / "kube-scheduler"
+    wrapper.write_text(CRASHING_WRAPPER.format(real=control_plane.binaries.kube_scheduler))
+    wrapper.chmod(0o755)
+    name = f"rollback-{uuid.uuid4().hex[:6]}"
+    node = f"{name}-node"
+    sched = control_plane.start_scheduler({"profiles": [{"schedulerName": f"{name}-old"}]}, name=name)
+    sched.binary = wrapper
+    control_plane.create_node(node)
+    try:
+        with pytest.raises(ProcessError, match="back on the previous one") as err:
+            control_plane.reconfigure_scheduler(name, {"profiles": [{"schedulerName": "fails-at-run"}]})
+        assert "simulated crash" in str(err.value)
+        assert sched.running
+        assert "fails-at-run" not in sched.config_path.read_text()
+        pod = _pod("p", f"{name}-old", nodeSelector={"kubernetes.io/hostname": node})
+        control_plane.api("POST", f"/api/v1/namespaces/{kube_namespace}/pods", pod)
+        assert control_plane.wait_pod_bound(kube_namespace, "p") == node  # the previous config schedules again
+    finally:
+        sched.stop()
+        control_plane.delete_node(node)
