@@ -262,9 +262,6 @@ def ensure(
     found = cached(k8s, etcd)
     if found:
         return found
-    reason = go_available()
-    if reason:
-        raise BuildError(reason)
     report = progress or (_echo_progress() if echo else _no_progress)
     root = cache_root()
     key = _key_dir(root, k8s, etcd)
@@ -272,7 +269,10 @@ def ensure(
     with _acquire(key / ".lock", report):
         found = cached(k8s, etcd)
         if found:
-            return found
+            return found  # another process built them while we waited: no Go needed here
+        reason = go_available()
+        if reason:
+            raise BuildError(reason)
         env = _go_env(root)
         log = key / "build.log"
         tmp = key / "bin.tmp"

@@ -53,7 +53,7 @@ def test_waiter_hears_who_holds_the_lock_and_gets_the_cached_build(
 ) -> None:
     monkeypatch.setenv("KUBESCHED_CACHE", str(tmp_path))
     monkeypatch.delenv("KUBESCHED_BIN_DIR", raising=False)
-    monkeypatch.setattr(build, "go_available", lambda: None)
+    monkeypatch.setattr(build, "go_available", lambda: "no go here: waiting needs none")
     key = build._key_dir(tmp_path, build.KUBERNETES_VERSION, build.ETCD_VERSION)
     key.mkdir(parents=True)
     holder = _hold(key / ".lock")
