@@ -231,6 +231,8 @@ class _Cluster:
             return {"ok": False, "error": f"unknown action {request.get('action')!r}"}
         sched = self.scheduler()
         config = request.get("config")
+        if not isinstance(config, dict | None) or not isinstance(request.get("configSource"), str | None):
+            return {"ok": False, "error": "config must be a mapping (a KubeSchedulerConfiguration) or null"}
         try:
             if config is None:
                 config = load_config(sched.config_path) if sched is not None else minimal_config()
