@@ -133,6 +133,10 @@ def _no_progress(phase: str, detail: str) -> None:
     pass
 
 
+def _quiet(what: str) -> None:
+    pass
+
+
 def _echo_progress() -> Progress:
     """Plain lines, one per phase (the old ``echo=True`` output, for pytest and scripts)."""
     last: list[str] = []
@@ -194,10 +198,11 @@ def _acquire(lock_path: Path, progress: Progress) -> IO[str]:
 
 
 def _build_kubernetes(
-    work: Path, out: Path, k8s: str, env: dict[str, str], log: Path, step: Callable[[str], None] = print
+    work: Path, out: Path, k8s: str, env: dict[str, str], log: Path, step: Callable[[str], None] | None = None
 ) -> None:
     work.mkdir(parents=True, exist_ok=True)
     (work / "go.mod").write_text("module kubesched.local/build\n\ngo 1.25.0\n")
+    step = step or _quiet
     step(f"downloading k8s.io/kubernetes@v{k8s}")
     dl = subprocess.run(
         ["go", "mod", "download", "-json", f"k8s.io/kubernetes@v{k8s}"],
@@ -236,10 +241,11 @@ def _build_kubernetes(
 
 
 def _build_etcd(
-    work: Path, out: Path, etcd: str, env: dict[str, str], log: Path, step: Callable[[str], None] = print
+    work: Path, out: Path, etcd: str, env: dict[str, str], log: Path, step: Callable[[str], None] | None = None
 ) -> None:
     work.mkdir(parents=True, exist_ok=True)
     (work / "go.mod").write_text("module kubesched.local/etcdbuild\n\ngo 1.25.0\n")
+    step = step or _quiet
     step("go get (downloads its modules)")
     _run(["go", "get", f"go.etcd.io/etcd/server/v3@v{etcd}"], work, env, log)
     step("go build")
@@ -280,11 +286,23 @@ def ensure(
         tmp.mkdir()
         times: dict[str, float] = {}
         start = time.monotonic()
-        phase = f"building etcd v{etcd} (1/2)"
-        _build_etcd(key / "build-etcd", tmp, etcd, env, log, lambda what: report(phase, f"{what}; log: {log}"))
+        _build_etcd(
+            key / "build-etcd",
+            tmp,
+            etcd,
+            env,
+            log,
+            lambda step: report(f"building etcd v{etcd} (1/2), {step}", f"log {log}"),
+        )
         times["etcd"] = time.monotonic() - start
-        phase = f"building kube-apiserver and kube-scheduler v{k8s} (2/2)"
-        _build_kubernetes(key / "build-k8s", tmp, k8s, env, log, lambda what: report(phase, f"{what}; log: {log}"))
+        _build_kubernetes(
+            key / "build-k8s",
+            tmp,
+            k8s,
+            env,
+            log,
+            lambda step: report(f"building kubernetes v{k8s} (2/2), {step}", f"log {log}"),
+        )
         times["kubernetes"] = time.monotonic() - start - times["etcd"]
         for prog in ("kube-apiserver", "kube-scheduler"):
             version = subprocess.run([str(tmp / prog), "--version"], capture_output=True, text=True).stdout

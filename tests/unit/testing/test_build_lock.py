@@ -98,3 +98,46 @@ def test_holder_note_survives_waiters_and_bad_notes(tmp_path: Path) -> None:
     assert build.lock_holder(lock) == "another process (it did not say which)"
     lock.write_text("")
     assert build.lock_holder(lock) == "another process (it did not say which)"
+
+
+FAKE_GO = """#!{python}
+# Stands in for the go tool: what build.py asks of it, in milliseconds instead of minutes.
+import json, os, sys
+from pathlib import Path
+args = sys.argv[1:]
+if args[:3] == ["mod", "download", "-json"]:
+    gomod = Path("upstream.go.mod")
+    gomod.write_text("module k8s.io/kubernetes\\n\\ngo 1.25.0\\n\\nreplace (\\n\\tk8s.io/api => ./staging/src/k8s.io/api\\n)\\n")
+    print(json.dumps({{"GoMod": str(gomod.resolve())}}))
+elif args[0] == "build":
+    out = Path(args[args.index("-o") + 1])
+    out.write_text("#!/bin/sh\\necho " + out.name + " {version}\\n")
+    out.chmod(0o755)
+elif args[0] != "get":
+    sys.exit("fake go: unexpected " + " ".join(args))
+"""
+
+
+def test_cold_build_reports_each_phase(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    bindir = tmp_path / "gobin"
+    bindir.mkdir()
+    go = bindir / "go"
+    go.write_text(FAKE_GO.format(python=sys.executable, version=f"v{build.KUBERNETES_VERSION}"))
+    go.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bindir}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setenv("KUBESCHED_CACHE", str(tmp_path / "cache"))
+    monkeypatch.delenv("KUBESCHED_BIN_DIR", raising=False)
+    heard: list[str] = []
+    built = build.ensure(progress=lambda phase, detail: heard.append(phase))
+    assert built.kube_scheduler.is_file() and build.cached() == built
+    etcd, k8s = f"building etcd v{build.ETCD_VERSION} (1/2)", f"building kubernetes v{build.KUBERNETES_VERSION} (2/2)"
+    assert heard[:-1] == [
+        f"{etcd}, go get (downloads its modules)",
+        f"{etcd}, go build",
+        f"{k8s}, downloading k8s.io/kubernetes@v{build.KUBERNETES_VERSION}",
+        f"{k8s}, go get kube-apiserver (downloads its modules)",
+        f"{k8s}, go get kube-scheduler (downloads its modules)",
+        f"{k8s}, go build kube-apiserver",
+        f"{k8s}, go build kube-scheduler",
+    ]
+    assert heard[-1].startswith("built in ")
