@@ -107,7 +107,8 @@ from pathlib import Path
 args = sys.argv[1:]
 if args[:3] == ["mod", "download", "-json"]:
     gomod = Path("upstream.go.mod")
-    gomod.write_text("module k8s.io/kubernetes\\n\\ngo 1.25.0\\n\\nreplace (\\n\\tk8s.io/api => ./staging/src/k8s.io/api\\n)\\n")
+    staging = "replace (\\n\\tk8s.io/api => ./staging/src/k8s.io/api\\n)\\n"
+    gomod.write_text("module k8s.io/kubernetes\\n\\ngo 1.25.0\\n\\n" + staging)
     print(json.dumps({{"GoMod": str(gomod.resolve())}}))
 elif args[0] == "build":
     out = Path(args[args.index("-o") + 1])
