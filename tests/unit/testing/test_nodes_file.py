@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from kubesched.testing.nodes import MAX_NODES, NodesFileError, load_nodes_file, parse_nodes
+from kubesched.testing.nodes_file import MAX_NODES, NodesFileError, load_nodes_file, parse_nodes
 
 COMPACT = """
 nodes:
