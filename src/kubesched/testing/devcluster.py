@@ -145,7 +145,10 @@ def serve_pending(data_dir: Path, handle: Callable[[dict[str, Any]], dict[str, A
         except (OSError, ValueError) as err:
             answer: dict[str, Any] = {"ok": False, "error": f"unreadable request: {err}"}
         else:
-            answer = handle(doc)
+            try:
+                answer = handle(doc)
+            except Exception as err:  # a bug in one request must not take the cluster down
+                answer = {"ok": False, "error": f"internal error: {type(err).__name__}: {err}"}
         _write_json(req.with_name(req.name.replace(".request.", ".response.")), answer)
         req.unlink(missing_ok=True)
         count += 1

@@ -127,3 +127,18 @@ def test_request_to_a_silent_or_dead_cluster(tmp_path: Path) -> None:
             devcluster.request(tmp_path, "restart-scheduler", {}, timeout=30)
     finally:
         helper.wait()
+
+
+def test_a_failing_handler_is_an_answer_and_serving_goes_on(tmp_path: Path) -> None:
+    control = tmp_path / devcluster.CONTROL_DIR
+    control.mkdir()
+    (control / "a.request.json").write_text('{"action": "x"}')
+
+    def broken(request: dict[str, Any]) -> dict[str, Any]:
+        raise KeyError("clientConnection")
+
+    assert devcluster.serve_pending(tmp_path, broken) == 1
+    answer = json.loads((control / "a.response.json").read_text())
+    assert answer == {"ok": False, "error": "internal error: KeyError: 'clientConnection'"}
+    (control / "b.request.json").write_text('{"action": "y"}')
+    assert devcluster.serve_pending(tmp_path, lambda r: {"ok": True}) == 1
