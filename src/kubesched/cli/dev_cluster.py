@@ -182,6 +182,7 @@ class _Cluster:
         self.out = out
         self.nodes: list[str] = []
         self.config_source = str(args.scheduler_config.resolve()) if args.scheduler_config else None
+        self.keep = bool(getattr(args, "keep", False))
         self.version = ""
 
     def say(self, line: str) -> None:
@@ -297,6 +298,9 @@ def _bring_up(
                 plane.create_node_object(node.manifest, node.status)
             except ApiError as err:
                 where = f"{path}: {node.path or 'the node'} ({node.name})"
+                # The file is wrong, not the cluster: its logs are no help (unless --keep asks for them).
+                plane.keep_logs = cluster.keep
+                plane.stop()
                 raise CLIError(f"{where}: kube-apiserver refused it: {err.status} {_message(err)}") from None
             cluster.nodes.append(node.name)
     say(f"{len(cluster.nodes)} fake node(s): {', '.join(cluster.nodes) or '-'}")
