@@ -1,30 +1,35 @@
-"""`kubesched dev-cluster up|build`: a throwaway etcd + kube-apiserver (+ kube-scheduler) with fake nodes."""
+"""`kubesched dev-cluster up|build|status|restart-scheduler`: a throwaway etcd + kube-apiserver (+ kube-scheduler)
+with fake nodes, and the commands that talk to a running one."""
 
 from __future__ import annotations
 
 import argparse
 import contextlib
 import json
+import os
 import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
 from types import FrameType
-from typing import Any
+from typing import Any, TextIO
 
 from kubesched.cli import tables
+from kubesched.cli.dev_cluster_progress import Progress
 from kubesched.errors import CLIError
-from kubesched.testing import build
+from kubesched.testing import build, devcluster
 from kubesched.testing.controlplane import ApiError, ControlPlane
+from kubesched.testing.nodes_file import FileNode, NodesFileError, load_nodes_file
 from kubesched.testing.process import ProcessError
 from kubesched.testing.scheduler import SchedulerConfigError, load_config, minimal_config
 
 PREFIX = "kubesched dev-cluster:"
+SCHEDULER = "kube-scheduler"  # the name of the dev-cluster's one kube-scheduler (log file, config file)
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """Add `dev-cluster up` and `dev-cluster build`."""
+    """Add `dev-cluster up|build|status|restart-scheduler`."""
     parser = subparsers.add_parser(
         "dev-cluster",
         help="run a local etcd + kube-apiserver + kube-scheduler with fake nodes",
@@ -34,10 +39,19 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     up = sub.add_parser(
         "up",
         help="start the cluster and stay in the foreground until Ctrl-C",
-        description="Start etcd, kube-apiserver and kube-scheduler on free loopback ports, register N fake nodes "
-        "(node-0..; 8 cpu, 32Gi, 110 pods), print the admin kubeconfig, and run until SIGINT/SIGTERM.",
+        description="Start etcd, kube-apiserver and kube-scheduler on free loopback ports, register fake nodes "
+        "(--nodes N: node-0.. with 8 cpu, 32Gi, 110 pods; --nodes-file: any shape), print the admin kubeconfig, "
+        "and run until SIGINT/SIGTERM.",
     )
-    up.add_argument("--nodes", type=int, default=1, metavar="N", help="number of fake nodes (default 1)")
+    up.add_argument(
+        "--nodes", type=int, metavar="N", help="number of plain fake nodes (default 1, 0 with --nodes-file)"
+    )
+    up.add_argument(
+        "--nodes-file",
+        type=Path,
+        metavar="FILE",
+        help="nodes of any shape: Node objects, a NodeList or a compact list (docs/control-plane.md)",
+    )
     up.add_argument(
         "--scheduler-config",
         type=Path,
@@ -46,15 +60,43 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     up.add_argument("--no-scheduler", action="store_true", help="do not run kube-scheduler")
     up.add_argument("--keep", action="store_true", help="keep the working directory (logs, kubeconfigs) on exit")
-    build_cmd = sub.add_parser("build", help="build (or verify) the cached control-plane binaries")
-    for p in (up, build_cmd):
+    status = sub.add_parser(
+        "status",
+        help="show a running dev-cluster: kubeconfig, URLs, binaries, pids",
+        description="Print the state of a running dev-cluster (the one running, or --dir's).",
+    )
+    restart = sub.add_parser(
+        "restart-scheduler",
+        help="restart the dev-cluster's kube-scheduler, optionally with another config",
+        description="Restart kube-scheduler of a running dev-cluster (etcd and kube-apiserver keep running). "
+        "kube-scheduler checks a new --config first: a config it refuses leaves the running one alone.",
+    )
+    restart.add_argument("--config", type=Path, metavar="FILE", help="the new KubeSchedulerConfiguration YAML")
+    restart.add_argument("--timeout", type=float, default=180.0, metavar="SECONDS", help="(default 180)")
+    for p in (status, restart):
+        p.add_argument("--dir", type=Path, metavar="DIR", help="the dev-cluster's data dir (default: the one running)")
+    build_cmd = sub.add_parser(
+        "build",
+        help="build (or verify) the cached control-plane binaries",
+        description="Build etcd, kube-apiserver and kube-scheduler from the Go module proxy (once), or verify them.",
+    )
+    for p in (up, status, restart):
+        p.add_argument("-o", "--output", choices=("text", "json"), default="text", help="text (default) or json")
+    for p in (up, build_cmd, status, restart):
         p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    """Dispatch to `up` or `build`."""
-    if args.dev_cluster_command == "build":
-        return _build()
+    """Dispatch to the action."""
+    try:
+        if args.dev_cluster_command == "build":
+            return _build()
+        if args.dev_cluster_command == "status":
+            return _status(args)
+        if args.dev_cluster_command == "restart-scheduler":
+            return _restart(args)
+    except devcluster.DevClusterError as err:
+        raise CLIError(str(err)) from None
     return _up(args)
 
 
@@ -62,8 +104,9 @@ def _binaries() -> build.Binaries:
     try:
         found = build.cached()
         if found is None:
-            print(f"{PREFIX} control-plane binaries not built yet; building (15-30 min when cold)", flush=True)
-            found = build.ensure(echo=True)
+            print(f"{PREFIX} control-plane binaries not built yet; building (15-30 min when cold)", file=sys.stderr)
+            with Progress(PREFIX) as progress:
+                found = build.ensure(progress=progress)
     except build.BuildError as err:
         raise CLIError(f"cannot build the control-plane binaries: {err}") from None
     return found
@@ -101,6 +144,21 @@ def _scheduler_config(args: argparse.Namespace) -> dict[str, Any] | None:
         raise CLIError(str(err)) from None
 
 
+def _nodes(args: argparse.Namespace) -> tuple[list[str], list[FileNode]]:
+    count = args.nodes if args.nodes is not None else (0 if args.nodes_file else 1)
+    if count < 0:
+        raise CLIError(f"--nodes must be 0 or more, got {count}")
+    plain = [f"node-{i}" for i in range(count)]
+    try:
+        from_file = load_nodes_file(args.nodes_file) if args.nodes_file else []
+    except NodesFileError as err:
+        raise CLIError(str(err)) from None
+    clash = sorted(set(plain) & {n.name for n in from_file})
+    if clash:
+        raise CLIError(f"{args.nodes_file} defines {', '.join(clash)}, which --nodes {count} creates too")
+    return plain, from_file
+
+
 def _install_signal_handlers() -> None:
     """SIGINT and SIGTERM both end the foreground wait; a second signal is ignored while we clean up."""
     received: list[int] = []
@@ -116,54 +174,206 @@ def _install_signal_handlers() -> None:
     signal.signal(signal.SIGTERM, handler)
 
 
+class _Cluster:
+    """The ``up`` process's view: the control plane, what it was started with, and its published state."""
+
+    def __init__(self, plane: ControlPlane, args: argparse.Namespace, out: TextIO):
+        self.plane = plane
+        self.out = out
+        self.nodes: list[str] = []
+        self.config_source = str(args.scheduler_config.resolve()) if args.scheduler_config else None
+        self.keep = bool(getattr(args, "keep", False))
+        self.version = ""
+
+    def say(self, line: str) -> None:
+        print(f"{PREFIX} {line}", file=self.out, flush=True)
+
+    def scheduler(self) -> Any:
+        return next((s for s in self.plane.schedulers if s.name == SCHEDULER), None)
+
+    def state(self) -> dict[str, Any]:
+        """What ``-o json`` prints and the state file holds."""
+        plane, bins = self.plane, self.plane.binaries
+        procs = {p.name: p for p in plane.processes()}
+        sched = self.scheduler()
+        return {
+            "pid": os.getpid(),
+            "dataDir": str(plane.workdir),
+            "logsDir": str(plane.logs_dir),
+            "kubeconfig": str(plane.admin_kubeconfig),
+            "apiServer": {
+                "url": plane.url,
+                "version": self.version,
+                "pid": procs["kube-apiserver"].pid,
+                "binary": str(bins.kube_apiserver),
+                "caFile": str(plane.ca_file),
+            },
+            "etcd": {"url": plane.etcd_url, "pid": procs["etcd"].pid, "binary": str(bins.etcd)},
+            "scheduler": None
+            if sched is None or not sched.running
+            else {
+                "name": sched.name,
+                "url": sched.url,
+                "pid": sched.pid,
+                "binary": str(sched.binary),
+                "config": str(sched.config_path),
+                "configSource": self.config_source,
+                "log": str(sched.log_path),
+            },
+            "nodes": list(self.nodes),
+        }
+
+    def publish(self) -> None:
+        devcluster.publish(self.plane.workdir, self.state())
+
+    def handle(self, request: dict[str, Any]) -> dict[str, Any]:
+        """A control request from `restart-scheduler`."""
+        if request.get("action") != "restart-scheduler":
+            return {"ok": False, "error": f"unknown action {request.get('action')!r}"}
+        sched = self.scheduler()
+        config = request.get("config")
+        if not isinstance(config, dict | None) or not isinstance(request.get("configSource"), str | None):
+            return {"ok": False, "error": "config must be a mapping (a KubeSchedulerConfiguration) or null"}
+        try:
+            if config is None:
+                config = load_config(sched.config_path) if sched is not None else minimal_config()
+            with tables.progress("restarting kube-scheduler"):
+                origin = request.get("configSource") or (str(sched.config_path) if sched else None)
+                sched = self.plane.reconfigure_scheduler(SCHEDULER, config, origin=origin)
+        except (SchedulerConfigError, ProcessError, ApiError, TimeoutError, OSError) as err:
+            self.say(f"restart-scheduler refused: {err}")
+            self.publish()
+            return {"ok": False, "error": str(err), "state": self.state()}
+        if request.get("configSource") is not None:
+            self.config_source = request["configSource"]
+        self.say(f"kube-scheduler restarted: {sched.url} pid {sched.pid} (config {self.config_source or 'default'})")
+        self.publish()
+        return {"ok": True, "state": self.state()}
+
+
 def _up(args: argparse.Namespace) -> int:
-    if args.nodes < 0:
-        raise CLIError(f"--nodes must be 0 or more, got {args.nodes}")
-    config = _scheduler_config(args)  # bad input fails before any build or start
+    # Bad input fails before any build or start.
+    config = _scheduler_config(args)
+    plain, from_file = _nodes(args)
+    json_out = args.output == "json"
     bins = _binaries()
     _install_signal_handlers()
     plane = ControlPlane(bins, keep_logs=True if args.keep else None)
+    cluster = _Cluster(plane, args, sys.stderr if json_out else sys.stdout)
     try:
         with contextlib.ExitStack() as stack:
             with tables.progress("starting etcd and kube-apiserver"):
                 stack.enter_context(plane)
-            _bring_up(plane, config, args.nodes)
-            return _foreground(plane)
+            _bring_up(cluster, config, plain, from_file, args.nodes_file)
+            stack.callback(devcluster.withdraw)
+            cluster.publish()
+            if json_out:
+                print(json.dumps(cluster.state()), flush=True)
+            cluster.say("running; Ctrl-C to stop")
+            return _foreground(cluster)
     except KeyboardInterrupt:
-        print(f"{PREFIX} stopped", flush=True)
+        print(f"{PREFIX} stopped", file=cluster.out, flush=True)
         return 0
     except (ProcessError, ApiError, TimeoutError, build.BuildError) as err:
         raise CLIError(str(err)) from None
 
 
-def _bring_up(plane: ControlPlane, config: dict[str, Any] | None, nodes: int) -> None:
-    print(f"{PREFIX} etcd {plane.etcd_url}", flush=True)
-    version = plane.api("GET", "/version")["gitVersion"]
-    print(f"{PREFIX} kube-apiserver {plane.url} ({version})", flush=True)
+def _bring_up(
+    cluster: _Cluster, config: dict[str, Any] | None, plain: list[str], from_file: list[FileNode], path: Path | None
+) -> None:
+    plane, say = cluster.plane, cluster.say
+    say(f"etcd {plane.etcd_url}")
+    cluster.version = plane.api("GET", "/version")["gitVersion"]
+    say(f"kube-apiserver {plane.url} ({cluster.version})")
     if config is not None:
         with tables.progress("starting kube-scheduler"):
-            sched = plane.start_scheduler(config, name="kube-scheduler")
-        print(f"{PREFIX} kube-scheduler {sched.url} (config {sched.config_path})", flush=True)
-    with tables.progress(f"registering {nodes} fake node(s)"):
-        for i in range(nodes):
-            plane.create_node(f"node-{i}")
-    print(f"{PREFIX} {nodes} fake node(s): {', '.join(f'node-{i}' for i in range(nodes)) or '-'}", flush=True)
-    print(f"{PREFIX} logs in {plane.logs_dir}", flush=True)
-    print(f"admin kubeconfig: {plane.admin_kubeconfig}", flush=True)
-    print(f"export KUBECONFIG={plane.admin_kubeconfig}", flush=True)
-    print(f"{PREFIX} running; Ctrl-C to stop", flush=True)
+            sched = plane.start_scheduler(config, name=SCHEDULER)
+        say(f"kube-scheduler {sched.url} (binary {sched.binary}, config {sched.config_path})")
+    with tables.progress(f"registering {len(plain) + len(from_file)} fake node(s)"):
+        for name in plain:
+            plane.create_node(name)
+            cluster.nodes.append(name)
+        for node in from_file:
+            try:
+                plane.create_node_object(node.manifest, node.status)
+            except ApiError as err:
+                where = f"{path}: {node.path or 'the node'} ({node.name})"
+                # The file is wrong, not the cluster: its logs are no help (unless --keep asks for them).
+                plane.keep_logs = cluster.keep
+                plane.stop()
+                raise CLIError(f"{where}: kube-apiserver refused it: {err.status} {_message(err)}") from None
+            cluster.nodes.append(node.name)
+    say(f"{len(cluster.nodes)} fake node(s): {', '.join(cluster.nodes) or '-'}")
+    say(f"logs in {plane.logs_dir}")
+    print(f"admin kubeconfig: {plane.admin_kubeconfig}", file=cluster.out, flush=True)
+    print(f"export KUBECONFIG={plane.admin_kubeconfig}", file=cluster.out, flush=True)
 
 
-def _foreground(plane: ControlPlane) -> int:
-    """Wait for a signal; if a component dies meanwhile, report it and fail."""
+def _message(err: ApiError) -> str:
+    return str(err.body.get("message", err.body)) if isinstance(err.body, dict) else str(err.body)
+
+
+def _foreground(cluster: _Cluster) -> int:
+    """Answer control requests; if a component dies meanwhile, report it and fail; return on a signal."""
+    plane = cluster.plane
+    next_check = 0.0
     while True:
-        time.sleep(1.0)
+        devcluster.serve_pending(plane.workdir, cluster.handle)
+        time.sleep(0.2)
+        if time.monotonic() < next_check:
+            continue
+        next_check = time.monotonic() + 1.0
         dead = [p for p in plane.processes() if not p.running]
-        dead_scheds = [s for s in plane.schedulers if not s.running]
+        sched = cluster.scheduler()
+        dead_scheds = [sched] if sched is not None and not sched.running else []
         if dead or dead_scheds:
             plane.keep_logs = True
             for proc in dead:
                 print(f"{PREFIX} {proc.died_error()}", file=sys.stderr, flush=True)
-            for sched in dead_scheds:
-                print(f"{PREFIX} {sched.name} exited; last lines:\n{sched.tail()}", file=sys.stderr, flush=True)
+            for s in dead_scheds:
+                print(f"{PREFIX} {s.name} exited; last lines:\n{s.tail()}", file=sys.stderr, flush=True)
             return 1
+
+
+def _status(args: argparse.Namespace) -> int:
+    state = devcluster.read_state(devcluster.locate(args.dir))
+    _print_state(state, args.output)
+    return 0
+
+
+def _print_state(state: dict[str, Any], output: str) -> None:
+    if output == "json":
+        print(json.dumps(state, indent=1))
+        return
+    api, etcd, sched = state["apiServer"], state["etcd"], state.get("scheduler")
+    print(f"data dir:       {state['dataDir']} (pid {state['pid']})")
+    print(f"kubeconfig:     {state['kubeconfig']}")
+    print(f"kube-apiserver: {api['url']} ({api['version']}, pid {api['pid']})")
+    print(f"etcd:           {etcd['url']} (pid {etcd['pid']})")
+    if sched:
+        print(f"kube-scheduler: {sched['url']} (pid {sched['pid']}, {sched['binary']})")
+        print(f"  config:       {sched['config']} (from {sched['configSource'] or 'the default'})")
+    else:
+        print("kube-scheduler: not running")
+    print(f"nodes:          {', '.join(state['nodes']) or '-'}")
+
+
+def _restart(args: argparse.Namespace) -> int:
+    data_dir = devcluster.locate(args.dir)
+    payload: dict[str, Any] = {"config": None, "configSource": None}
+    if args.config is not None:
+        try:
+            payload = {"config": load_config(args.config), "configSource": str(args.config.resolve())}
+        except SchedulerConfigError as err:
+            raise CLIError(str(err)) from None
+    with tables.progress("restarting kube-scheduler"):
+        answer = devcluster.request(data_dir, "restart-scheduler", payload, timeout=args.timeout)
+    if not answer.get("ok"):
+        raise CLIError(f"kube-scheduler not restarted: {answer.get('error')}")
+    state = answer["state"]
+    if args.output == "json":
+        print(json.dumps(state, indent=1))
+    else:
+        sched = state["scheduler"]
+        print(f"{PREFIX} kube-scheduler restarted: {sched['url']} pid {sched['pid']} (config {sched['config']})")
+    return 0

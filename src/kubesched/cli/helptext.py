@@ -57,7 +57,24 @@ HELP: dict[str, tuple[str, tuple[tuple[str, str], ...]]] = {
         (
             ("3 fake nodes, kube-scheduler included", "kubesched dev-cluster up --nodes 3"),
             ("without kube-scheduler, for kubesched's own", "kubesched dev-cluster up --no-scheduler"),
+            (
+                "GPU nodes in zones, from a file; JSON state on stdout",
+                "kubesched dev-cluster up --nodes-file gpu.yaml -o json",
+            ),
         ),
+    ),
+    "kubesched dev-cluster status": (
+        "",
+        (
+            (
+                "point kubectl at the running dev-cluster",
+                "export KUBECONFIG=$(kubesched dev-cluster status -o json | jq -r .kubeconfig)",
+            ),
+        ),
+    ),
+    "kubesched dev-cluster restart-scheduler": (
+        "",
+        (("run kube-scheduler with another config", "kubesched dev-cluster restart-scheduler --config sched-v2.yaml"),),
     ),
     "kubesched dev-cluster build": (
         "Build (once, then cached) the etcd, kube-apiserver and kube-scheduler binaries from the Go module proxy.",

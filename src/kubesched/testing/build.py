@@ -12,13 +12,21 @@ import json
 import os
 import re
 import shutil
+import socket
 import subprocess
+import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO
 
 from kubesched.errors import HarnessError
 from kubesched.versions import ETCD_VERSION, KUBERNETES_VERSION
+
+# progress(phase, detail): phase changes rarely ("building etcd v3.6.16 (1/2)"), detail may change every
+# half second ("held by pid 412 ... for 3m05s"); the caller adds elapsed time and decides what to show.
+Progress = Callable[[str, str], None]
 
 BINARIES = ("kube-apiserver", "kube-scheduler", "etcd")
 HELM_VERSION = "3.22.0"
@@ -129,9 +137,81 @@ def staging_replaces(upstream_gomod: str, k8s: str) -> tuple[str, list[str]]:
     return go_directive.group(1), [f"k8s.io/{n} => k8s.io/{n} v0.{minor_patch}" for n in names]
 
 
-def _build_kubernetes(work: Path, out: Path, k8s: str, env: dict[str, str], log: Path) -> None:
+def _no_progress(phase: str, detail: str) -> None:
+    pass
+
+
+def _quiet(what: str) -> None:
+    pass
+
+
+def _echo_progress() -> Progress:
+    """Plain lines, one per phase (the old ``echo=True`` output, for pytest and scripts)."""
+    last: list[str] = []
+
+    def show(phase: str, detail: str) -> None:
+        if last[-1:] != [phase]:
+            last.append(phase)
+            print(f"{phase}: {detail}" if detail else phase, flush=True)
+
+    return show
+
+
+def _duration(seconds: float) -> str:
+    minutes, secs = divmod(int(seconds), 60)
+    return f"{minutes}m{secs:02d}s" if minutes else f"{secs}s"
+
+
+def lock_holder(lock_path: Path) -> str:
+    """Who holds a build lock, as its holder wrote it: "pid 412 (kubesched dev-cluster up) on host, for 3m05s"."""
+    try:
+        info = json.loads(lock_path.read_text() or "{}")
+        pid, command, host, since = info["pid"], info.get("command", "?"), info.get("host", "?"), float(info["since"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return "another process (it did not say which)"
+    return f"pid {pid} ({command}) on {host}, for {_duration(time.time() - since)}"
+
+
+def _own_command() -> str:
+    """This process's command line, program by its base name (for the lock note), at most 200 characters."""
+    try:
+        argv = Path("/proc/self/cmdline").read_bytes().decode(errors="replace").rstrip("\0").split("\0")
+    except OSError:
+        argv = [sys.executable, *sys.argv]
+    return " ".join([os.path.basename(argv[0]), *argv[1:]])[:200]
+
+
+def _acquire(lock_path: Path, progress: Progress) -> IO[str]:
+    """The build lock, exclusive; while another process holds it, report who and for how long, every 0.5 s."""
+    lock = lock_path.open("a+")  # never "w": that would wipe the holder's note for everyone waiting
+    try:
+        while True:
+            try:
+                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                progress("waiting for another build of the control plane", f"lock held by {lock_holder(lock_path)}")
+                time.sleep(0.5)
+        lock.seek(0)
+        lock.truncate()
+        command = _own_command()
+        lock.write(
+            json.dumps({"pid": os.getpid(), "command": command, "host": socket.gethostname(), "since": time.time()})
+        )
+        lock.flush()
+    except BaseException:
+        lock.close()
+        raise
+    return lock
+
+
+def _build_kubernetes(
+    work: Path, out: Path, k8s: str, env: dict[str, str], log: Path, step: Callable[[str], None] | None = None
+) -> None:
     work.mkdir(parents=True, exist_ok=True)
     (work / "go.mod").write_text("module kubesched.local/build\n\ngo 1.25.0\n")
+    step = step or _quiet
+    step(f"downloading k8s.io/kubernetes@v{k8s}")
     dl = subprocess.run(
         ["go", "mod", "download", "-json", f"k8s.io/kubernetes@v{k8s}"],
         cwd=work,
@@ -156,8 +236,10 @@ def _build_kubernetes(work: Path, out: Path, k8s: str, env: dict[str, str], log:
         "-X k8s.io/component-base/version.gitTreeState=clean -s -w"
     )
     for prog in ("kube-apiserver", "kube-scheduler"):
+        step(f"go get {prog} (downloads its modules)")
         _run(["go", "get", f"k8s.io/kubernetes/cmd/{prog}@v{k8s}"], work, env, log)
     for prog in ("kube-apiserver", "kube-scheduler"):
+        step(f"go build {prog}")
         _run(
             ["go", "build", "-trimpath", "-ldflags", ldflags, "-o", str(out / prog), f"k8s.io/kubernetes/cmd/{prog}"],
             work,
@@ -166,10 +248,15 @@ def _build_kubernetes(work: Path, out: Path, k8s: str, env: dict[str, str], log:
         )
 
 
-def _build_etcd(work: Path, out: Path, etcd: str, env: dict[str, str], log: Path) -> None:
+def _build_etcd(
+    work: Path, out: Path, etcd: str, env: dict[str, str], log: Path, step: Callable[[str], None] | None = None
+) -> None:
     work.mkdir(parents=True, exist_ok=True)
     (work / "go.mod").write_text("module kubesched.local/etcdbuild\n\ngo 1.25.0\n")
+    step = step or _quiet
+    step("go get (downloads its modules)")
     _run(["go", "get", f"go.etcd.io/etcd/server/v3@v{etcd}"], work, env, log)
+    step("go build")
     _run(
         ["go", "build", "-trimpath", "-ldflags", "-s -w", "-o", str(out / "etcd"), "go.etcd.io/etcd/server/v3"],
         work,
@@ -178,22 +265,28 @@ def _build_etcd(work: Path, out: Path, etcd: str, env: dict[str, str], log: Path
     )
 
 
-def ensure(k8s: str = KUBERNETES_VERSION, etcd: str = ETCD_VERSION, *, echo: bool = False) -> Binaries:
-    """Return the binaries, building them first if the cache lacks them (under a file lock)."""
+def ensure(
+    k8s: str = KUBERNETES_VERSION, etcd: str = ETCD_VERSION, *, echo: bool = False, progress: Progress | None = None
+) -> Binaries:
+    """Return the binaries, building them first if the cache lacks them (under a file lock).
+
+    ``progress(phase, detail)`` hears each phase of the build and, while another process builds, who holds the
+    lock and for how long; ``echo=True`` prints the phases as plain lines.
+    """
     found = cached(k8s, etcd)
     if found:
         return found
-    reason = go_available()
-    if reason:
-        raise BuildError(reason)
+    report = progress or (_echo_progress() if echo else _no_progress)
     root = cache_root()
     key = _key_dir(root, k8s, etcd)
     key.mkdir(parents=True, exist_ok=True)
-    with (key / ".lock").open("w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
+    with _acquire(key / ".lock", report):
         found = cached(k8s, etcd)
         if found:
-            return found
+            return found  # another process built them while we waited: no Go needed here
+        reason = go_available()
+        if reason:
+            raise BuildError(reason)
         env = _go_env(root)
         log = key / "build.log"
         tmp = key / "bin.tmp"
@@ -201,13 +294,23 @@ def ensure(k8s: str = KUBERNETES_VERSION, etcd: str = ETCD_VERSION, *, echo: boo
         tmp.mkdir()
         times: dict[str, float] = {}
         start = time.monotonic()
-        if echo:
-            print(f"building etcd v{etcd} (log: {log})", flush=True)
-        _build_etcd(key / "build-etcd", tmp, etcd, env, log)
+        _build_etcd(
+            key / "build-etcd",
+            tmp,
+            etcd,
+            env,
+            log,
+            lambda step: report(f"building etcd v{etcd} (1/2), {step}", f"log {log}"),
+        )
         times["etcd"] = time.monotonic() - start
-        if echo:
-            print(f"building kube-apiserver and kube-scheduler v{k8s} (log: {log})", flush=True)
-        _build_kubernetes(key / "build-k8s", tmp, k8s, env, log)
+        _build_kubernetes(
+            key / "build-k8s",
+            tmp,
+            k8s,
+            env,
+            log,
+            lambda step: report(f"building kubernetes v{k8s} (2/2), {step}", f"log {log}"),
+        )
         times["kubernetes"] = time.monotonic() - start - times["etcd"]
         for prog in ("kube-apiserver", "kube-scheduler"):
             version = subprocess.run([str(tmp / prog), "--version"], capture_output=True, text=True).stdout
@@ -218,8 +321,7 @@ def ensure(k8s: str = KUBERNETES_VERSION, etcd: str = ETCD_VERSION, *, echo: boo
         (key / "stamp.json").write_text(
             json.dumps({"versions": {"kubernetes": k8s, "etcd": etcd}, "seconds": times}, indent=1)
         )
-        if echo:
-            print(f"built in {sum(times.values()):.0f}s: {times}", flush=True)
+        report(f"built in {sum(times.values()):.0f}s", ", ".join(f"{k} {v:.0f}s" for k, v in times.items()))
     return _binaries(key / "bin")
 
 

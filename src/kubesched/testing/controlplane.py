@@ -32,7 +32,13 @@ from kubesched.testing import build
 from kubesched.testing.kubeconfig import ssl_context, write_kubeconfig
 from kubesched.testing.nodes import node_manifest, node_status
 from kubesched.testing.process import ManagedProcess, ProcessError, free_port, start_ready, wait_until
-from kubesched.testing.scheduler import KubeScheduler, inject_kubeconfig, load_config, minimal_config
+from kubesched.testing.scheduler import (
+    KubeScheduler,
+    check_with_binary,
+    inject_kubeconfig,
+    load_config,
+    minimal_config,
+)
 
 SERVING_DNS = (
     "localhost",
@@ -372,10 +378,16 @@ class ControlPlane:
         The status is written through ``nodes/<name>/status``, as a kubelet does: the create may drop it.
         """
         manifest = node_manifest(name, labels=labels, taints=taints, unschedulable=unschedulable)
-        self.api("POST", "/api/v1/nodes", manifest)
-        return self.api(
-            "PATCH", f"/api/v1/nodes/{name}/status", node_status(name, allocatable=allocatable, capacity=capacity)
-        )
+        return self.create_node_object(manifest, node_status(name, allocatable=allocatable, capacity=capacity))
+
+    def create_node_object(self, manifest: Mapping[str, Any], status: Mapping[str, Any]) -> Any:
+        """POST a Node (without status), then merge-patch ``status`` (``{"status": {...}}``) through the status
+        subresource; both with strict field validation, so an unknown field is an ApiError naming it."""
+        body = {k: v for k, v in manifest.items() if k != "status"}
+        name = body["metadata"]["name"]
+        strict = {"fieldValidation": "Strict"}
+        self.api("POST", "/api/v1/nodes", body, params=strict)
+        return self.api("PATCH", f"/api/v1/nodes/{name}/status", dict(status), params=strict)
 
     def delete_node(self, name: str, *, missing_ok: bool = True) -> None:
         """Delete a node (pods bound to it stay; delete them or their namespace too)."""
@@ -440,6 +452,35 @@ class ControlPlane:
         sched = KubeScheduler(name, self.binaries.kube_scheduler, config_path, self.logs_dir / f"{name}.log")
         self._schedulers.append(sched)
         return sched.start()
+
+    def reconfigure_scheduler(
+        self, name: str, config: Mapping[str, Any] | str | Path, *, origin: str | None = None
+    ) -> KubeScheduler:
+        """Run scheduler ``name`` with another config (starting it if there is none), etcd and apiserver untouched.
+
+        kube-scheduler checks the new config first (SchedulerConfigError: the running one is left alone). If the
+        new one is accepted but does not come up, the previous config is started again and ProcessError raised.
+        """
+        existing = next((s for s in self._schedulers if s.name == name), None)
+        if existing is None:
+            return self.start_scheduler(config, name=name)
+        previous = existing.config_path.read_text()
+        # The same identity as before: its kubeconfig is in the running config.
+        kubeconfig = Path(load_config(existing.config_path)["clientConnection"]["kubeconfig"])
+        doc = inject_kubeconfig(load_config(config), kubeconfig)
+        candidate = existing.config_path.with_suffix(".next.yaml")
+        candidate.write_text(dump_yaml(doc))
+        check_with_binary(
+            existing.binary, candidate, origin=origin or (None if isinstance(config, Mapping) else str(config))
+        )
+        existing.stop()
+        candidate.replace(existing.config_path)
+        try:
+            return existing.start()
+        except ProcessError as err:
+            existing.config_path.write_text(previous)
+            existing.start()
+            raise ProcessError(f"the new config did not come up; back on the previous one: {err}") from None
 
     @property
     def schedulers(self) -> list[KubeScheduler]:

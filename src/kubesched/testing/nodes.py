@@ -1,7 +1,7 @@
 """Fake Node manifests: what a kubelet would have registered, minus the kubelet.
 
 Nothing heartbeats, evicts or taints these nodes (no kubelet, no kube-controller-manager, and
-TaintNodesByCondition is disabled), so they stay exactly as written.
+TaintNodesByCondition is disabled), so they stay exactly as written. Nodes files: ``nodes_file``.
 """
 
 from __future__ import annotations

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import copy
+import re
+import subprocess
+import tempfile
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -74,6 +77,21 @@ def inject_kubeconfig(config: Mapping[str, Any], kubeconfig: Path) -> dict[str, 
     doc.setdefault("clientConnection", {})["kubeconfig"] = str(kubeconfig)
     doc.setdefault("leaderElection", {}).setdefault("leaderElect", False)
     return doc
+
+
+def check_with_binary(binary: Path, config_path: Path, *, origin: str | None = None, timeout: float = 60.0) -> None:
+    """Let kube-scheduler itself validate a config file (``--write-config-to``: it builds every profile, then exits
+    without contacting the apiserver); raise SchedulerConfigError with its reason."""
+    with tempfile.TemporaryDirectory(prefix="kubesched-check-") as tmp:
+        argv = [str(binary), f"--config={config_path}", f"--write-config-to={Path(tmp) / 'out.yaml'}"]
+        try:
+            out = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            raise SchedulerConfigError(f"kube-scheduler took over {timeout:.0f}s to check {config_path}") from None
+    if out.returncode != 0:
+        found = re.findall(r'"command failed" err="(.*)"', out.stderr)
+        reason = found[-1].replace('\\"', '"') if found else out.stderr.strip()[-2000:]
+        raise SchedulerConfigError(f"kube-scheduler refuses {origin or config_path}: {reason}")
 
 
 class KubeScheduler:
