@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import logging
 import random
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass
+from time import perf_counter
+from typing import TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -29,6 +31,7 @@ from kubesched.framework.interfaces import (
     PreBindPlugin,
     PreEnqueuePlugin,
     PreFilterPlugin,
+    PreFilterResult,
     PreScorePlugin,
     QueueSortPlugin,
     ReservePlugin,
@@ -38,9 +41,10 @@ from kubesched.framework.interfaces import (
 )
 from kubesched.framework.profile import BuiltPlugin, ProfileSpec, instantiate
 from kubesched.framework.registry import Registry
-from kubesched.framework.status import SUCCESS, Code, Status
+from kubesched.framework.status import SUCCESS, Code, Status, Verdicts
 
 _max_reduce = np.maximum.reduce  # the ufunc itself: skips ndarray.max's Python wrapper
+T = TypeVar("T")
 log = logging.getLogger("kubesched.framework")
 
 # What an attempt fails with when a plugin raises: kube-scheduler v1.35.4's messages for a plugin's error
@@ -191,9 +195,13 @@ class Framework:
         narrowed_by: list[str] = []
         rejected: Status | None = None
         plugin: PreFilterPlugin | None = None
+        timer = state.timer
         try:
             for plugin in self.pre_filter:
-                result = plugin.pre_filter(state, pod, table)
+                if timer is None:
+                    result = plugin.pre_filter(state, pod, table)
+                else:
+                    result = timed(timer, plugin.name, "PreFilter", plugin.pre_filter, state, pod, table)
                 status = result.status
                 if status.code not in (Code.SUCCESS, Code.SKIP):  # only answers someone reads carry a name
                     status = status.with_plugin(plugin.name)
@@ -249,7 +257,10 @@ class Framework:
                     continue
                 if batch.rows is not rows:
                     batch = NodeBatch(nodes.table, rows)
-                verdicts = plugin.filter(state, pod, batch)
+                if state.timer is None:
+                    verdicts = plugin.filter(state, pod, batch)
+                else:
+                    verdicts = timed(state.timer, plugin.name, "Filter", plugin.filter, state, pod, batch)
                 if verdicts.all_passed:
                     continue
                 failed = verdicts.failed if verdicts.failed is not None else verdicts.codes != 0
@@ -283,7 +294,10 @@ class Framework:
                     continue
                 if one is None:
                     one = np.array([row], dtype=np.intp)
-                verdicts = stage.filter(state, pod, NodeBatch(table, one))
+                if state.timer is None:
+                    verdicts = stage.filter(state, pod, NodeBatch(table, one))
+                else:
+                    verdicts = timed(state.timer, stage.name, "Filter", stage.filter, state, pod, NodeBatch(table, one))
                 if verdicts.all_passed:
                     continue
                 if verdicts.codes[0]:
@@ -362,7 +376,12 @@ class Framework:
             for plugin in stage:
                 if not len(rows):
                     break
-                verdicts = plugin.filter(state, pod, NodeBatch(table, rows))
+                if state.timer is None:
+                    verdicts = plugin.filter(state, pod, NodeBatch(table, rows))
+                else:  # only when the stage is evaluated, not when its cached verdicts are looked up
+                    verdicts = timed(
+                        state.timer, plugin.name, "Filter", plugin.filter, state, pod, NodeBatch(table, rows)
+                    )
                 failed = verdicts.failed if verdicts.failed is not None else verdicts.codes != 0
                 if not failed.any():
                     continue
@@ -401,7 +420,10 @@ class Framework:
         plugin: PreScorePlugin | None = None
         try:
             for plugin in self.pre_score:
-                status = plugin.pre_score(state, pod, nodes)
+                if state.timer is None:
+                    status = plugin.pre_score(state, pod, nodes)
+                else:
+                    status = timed(state.timer, plugin.name, "PreScore", plugin.pre_score, state, pod, nodes)
                 if status.code == Code.SKIP:
                     state.skip_score.add(plugin.name)
                 elif not status.ok:
@@ -417,8 +439,14 @@ class Framework:
         out: list[IntColumn | None] = []
         plugin: ScorePlugin | None = None
         try:
+            timer = state.timer
             for plugin, _ in self.score:
-                out.append(None if skip and plugin.name in skip else plugin.score(state, pod, nodes))
+                if skip and plugin.name in skip:
+                    out.append(None)
+                elif timer is None:
+                    out.append(plugin.score(state, pod, nodes))
+                else:
+                    out.append(timed(timer, plugin.name, "Score", plugin.score, state, pod, nodes))
         except _PASS_THROUGH:
             raise
         except Exception as err:
@@ -437,7 +465,12 @@ class Framework:
         """NormalizeScore of the i-th Score plugin, checked to lie in [0, 100]."""
         plugin = self.score[i][0]
         try:
-            scores = plugin.normalize(state, pod, nodes, raw)
+            if state.timer is None:
+                scores = plugin.normalize(state, pod, nodes, raw)
+            else:
+                scores = timed(
+                    state.timer, plugin.name, "ScoreExtensionNormalize", plugin.normalize, state, pod, nodes, raw
+                )
             if scores.dtype != np.int64:
                 scores = np.asarray(scores, dtype=np.int64)
         except _PASS_THROUGH:
@@ -512,6 +545,35 @@ def _stages(filters: list[FilterPlugin]) -> list[FilterPlugin | tuple[StaticFilt
         else:
             stages.append(plugin)
     return stages
+
+
+def timed(
+    timer: Callable[[str, str, Code, float], None], plugin: str, point: str, call: Callable[..., T], *args: object
+) -> T:
+    """``call(*args)``, its duration given to ``timer`` with the call's status code (sampled cycles only).
+
+    A batch call covers every candidate node at once: its code is the first status it returned (Success
+    when every node passed); a raise is recorded as Error and passed on.
+    """
+    began = perf_counter()
+    try:
+        result = call(*args)
+    except BaseException:
+        timer(plugin, point, Code.ERROR, perf_counter() - began)
+        raise
+    timer(plugin, point, code_of(result), perf_counter() - began)
+    return result
+
+
+def code_of(result: object) -> Code:
+    """The status code a plugin's answer stands for (Status, PreFilterResult, Verdicts; else Success)."""
+    if isinstance(result, Status):
+        return result.code
+    if isinstance(result, PreFilterResult):
+        return result.status.code
+    if isinstance(result, Verdicts) and not result.all_passed and result.statuses:
+        return result.statuses[0].code
+    return Code.SUCCESS
 
 
 def select_host(totals: IntColumn, rng: random.Random) -> int:

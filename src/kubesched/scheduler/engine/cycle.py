@@ -125,8 +125,8 @@ class Cycle:
         self.now = now
         # ((extension point, status code, profile), seconds): kube-scheduler's extension point durations.
         self.record = record or _ignore
-        # (plugin, extension point, status code, seconds), for a sample of the cycles as upstream: Reserve,
-        # Permit and PostFilter (the filter and score plugins run over all nodes at once: no per-plugin time).
+        # (plugin, extension point, status code, seconds), for a sample of the cycles as upstream: every
+        # plugin call of the cycle and of its binding cycle (`CycleState.timer`; batch calls cover all nodes).
         self.record_plugin = record_plugin
         self._sampler = random.Random()  # not self.rng: sampling must not move the tie-breaks
         self._sample: Callable[[str, str, Code, float], None] | None = None  # this cycle's, if sampled
@@ -146,11 +146,16 @@ class Cycle:
         """Per profile: batching's attempts by result and flushes by reason (for the metrics)."""
         return [(name, batch.attempts, batch.flushes) for name, (_, batch) in self._batches.items()]
 
+    def sampled(self) -> bool:
+        """Whether to time each plugin this once (kube-scheduler's pluginMetricsSamplePercent)."""
+        return self._sampler.random() < PLUGIN_METRICS_SAMPLE
+
     async def run(self, profile: Profile, pod: PodInfo) -> Outcome:
         """Decide a node for ``pod`` and assume it there; on failure the outcome says why."""
         self.count += 1
-        self._sample = self.record_plugin if self._sampler.random() < PLUGIN_METRICS_SAMPLE else None
+        self._sample = self.record_plugin if self.sampled() else None
         out = Outcome(pod, CycleState())
+        out.state.timer = self._sample  # the binding cycle (same state) is sampled with it, as upstream
         # Every plugin's exception becomes this pod's Error status (FrameworkError, logged with its
         # traceback where it is caught): the scheduler never ends for a plugin's bug.
         try:
@@ -255,9 +260,14 @@ class Cycle:
             signature: Hashable | None = None
             hinted: int | None = None
             if batch is not None:
+                signing = clock()
                 signature = fw.sign(pod)
+                if self._sample is not None:  # upstream times Sign in sampled cycles only
+                    record(("Sign", Code.SUCCESS, profile.name), clock() - signing)
                 hinted = batch.hint(fw, state, pod, table, signature, self.count)
             out.signature, out.hinted = signature, hinted
+            # Filter over the nominated or hinted node counts as Filter, as upstream's evaluateNominatedNode.
+            began = clock()
             if try_nominated:
                 nominated = self._try_nominated(fw, state, pod, table, allowed)
                 if nominated is not None and added:
@@ -267,13 +277,14 @@ class Cycle:
                         return _Nominated(table, nominated)  # never with a batch (no batching with extenders)
                     if batch is not None:
                         batch.store(signature, hinted, int(nominated[0]), table, self.count, None)
+                    record(("Filter", Code.SUCCESS, profile.name), clock() - began)
                     return int(nominated[0])
             if hinted is not None and self._hint_passes(fw, state, pod, table, hinted, allowed, added):
                 out.evaluated = out.feasible = 1
                 if batch is not None:
                     batch.store(signature, hinted, hinted, table, self.count, None)
+                record(("Filter", Code.SUCCESS, profile.name), clock() - began)
                 return hinted
-            began = clock()
             feasible = self._find(profile, state, pod, table, allowed, diagnosis)
             if added:
                 feasible = self._second_pass(fw, pod, table, feasible, added, diagnosis)
@@ -521,7 +532,7 @@ class Cycle:
             failure = raised.status
             self.record((point, Code.ERROR, profile), clock() - began)
         if failure is not None:
-            unreserve(fw, state, pod, node)
+            unreserve(fw, state, pod, node, self.record)
             self.cache.forget(pod.uid)
             out.node = None
             out.status = failure
@@ -530,11 +541,23 @@ class Cycle:
             out.failure = raised
 
 
-def unreserve(fw: Framework, state: CycleState, pod: PodInfo, node: str) -> None:
+def unreserve(
+    fw: Framework,
+    state: CycleState,
+    pod: PodInfo,
+    node: str,
+    record: Callable[[tuple[str, Code, str], float], None] = _ignore,
+) -> None:
     """Unreserve every Reserve plugin, in reverse order (each must be idempotent); one that raises is
-    logged and the others still run."""
+    logged and the others still run. ``record`` takes the extension point's duration, as upstream's."""
+    clock, timer = time.perf_counter, state.timer
+    began = clock()
     for plugin in reversed(fw.reserve):
+        started = clock()
         try:
             plugin.unreserve(state, pod, node)
         except Exception as err:
             plugin_error("Unreserve", plugin, pod, err)
+        if timer is not None:
+            timer(plugin.name, "Unreserve", Code.SUCCESS, clock() - started)
+    record(("Unreserve", Code.SUCCESS, fw.spec.scheduler_name), clock() - began)
