@@ -34,6 +34,7 @@ from kubesched.scheduler.engine.nominator import Nominator
 from kubesched.scheduler.profiles.manager import Profile
 from kubesched.scheduler.remote.extenders import ExtenderError, ExtenderSet
 
+_OK = Code.SUCCESS  # an Enum member looked up once: Code.SUCCESS costs ~0.4 µs per access
 log = logging.getLogger("kubesched.scheduler")
 NO_NODES = "no nodes available to schedule pods"
 _NOTHING = contextlib.nullcontext()
@@ -219,11 +220,11 @@ class Cycle:
         began = clock()
         fw.run_pre_score(state, pod, batch_of)
         scoring = clock()
-        record(("PreScore", Code.SUCCESS, profile.name), scoring - began)
+        record(("PreScore", _OK, profile.name), scoring - began)
         raw = fw.score_raw(state, pod, batch_of)
         normalized = fw.normalize_scores(state, pod, batch_of, raw)
         totals, _ = fw.weigh(len(feasible), normalized)
-        record(("Score", Code.SUCCESS, profile.name), clock() - scoring)
+        record(("Score", _OK, profile.name), clock() - scoring)
         if self.extenders.prioritizers(pod):
             names = table.name_array()[feasible].tolist()
             extra = await self.extenders.prioritize(pod, table, feasible)
@@ -263,7 +264,7 @@ class Cycle:
                 signing = clock()
                 signature = fw.sign(pod)
                 if self._sample is not None:  # upstream times Sign in sampled cycles only
-                    record(("Sign", Code.SUCCESS, profile.name), clock() - signing)
+                    record(("Sign", _OK, profile.name), clock() - signing)
                 hinted = batch.hint(fw, state, pod, table, signature, self.count)
             out.signature, out.hinted = signature, hinted
             # Filter over the nominated or hinted node counts as Filter, as upstream's evaluateNominatedNode.
@@ -277,18 +278,18 @@ class Cycle:
                         return _Nominated(table, nominated)  # never with a batch (no batching with extenders)
                     if batch is not None:
                         batch.store(signature, hinted, int(nominated[0]), table, self.count, None)
-                    record(("Filter", Code.SUCCESS, profile.name), clock() - began)
+                    record(("Filter", _OK, profile.name), clock() - began)
                     return int(nominated[0])
             if hinted is not None and self._hint_passes(fw, state, pod, table, hinted, allowed, added):
                 out.evaluated = out.feasible = 1
                 if batch is not None:
                     batch.store(signature, hinted, hinted, table, self.count, None)
-                record(("Filter", Code.SUCCESS, profile.name), clock() - began)
+                record(("Filter", _OK, profile.name), clock() - began)
                 return hinted
             feasible = self._find(profile, state, pod, table, allowed, diagnosis)
             if added:
                 feasible = self._second_pass(fw, pod, table, feasible, added, diagnosis)
-            record(("Filter", Code.SUCCESS, profile.name), clock() - began)  # over all nodes, as upstream
+            record(("Filter", _OK, profile.name), clock() - began)  # over all nodes, as upstream
         return feasible
 
     @contextlib.contextmanager
@@ -508,10 +509,10 @@ class Cycle:
                     failure = status
                     break
             permitting = clock()
-            self.record((point, failure.code if failure else Code.SUCCESS, profile), permitting - began)
+            self.record((point, failure.code if failure else _OK, profile), permitting - began)
             if failure is None:
                 point = "Permit"
-                code = Code.SUCCESS
+                code = _OK
                 for permit in fw.permit:
                     current = permit
                     started = clock()
@@ -559,5 +560,5 @@ def unreserve(
         except Exception as err:
             plugin_error("Unreserve", plugin, pod, err)
         if timer is not None:
-            timer(plugin.name, "Unreserve", Code.SUCCESS, clock() - started)
-    record(("Unreserve", Code.SUCCESS, fw.spec.scheduler_name), clock() - began)
+            timer(plugin.name, "Unreserve", _OK, clock() - started)
+    record(("Unreserve", _OK, fw.spec.scheduler_name), clock() - began)
