@@ -65,6 +65,14 @@ def test_managed_resources_per_node(control_plane: ControlPlane, kube_namespace:
         }
         cp.api("POST", f"/api/v1/namespaces/{kube_namespace}/pods", pod)
         _eventually(lambda: _series(hook, req).get(node) == 3, "the bound pod's 3 counted on the node")
+        # The other side restarted: the watches resume and a pod created afterwards is counted.
+        cp.restart_apiserver()
+        ready = time.monotonic()
+        pod["metadata"]["name"] = "gpu-user-2"
+        pod["spec"]["containers"][0]["resources"]["limits"][GPU] = "1"
+        cp.api("POST", f"/api/v1/namespaces/{kube_namespace}/pods", pod)
+        _eventually(lambda: _series(hook, req).get(node) == 4, "counted after kube-apiserver restarted", 60)
+        print(f"\nkube-apiserver restarted -> webhook allocation current after {time.monotonic() - ready:.1f} s")
         cp.delete_node(node)
         _eventually(lambda: node not in _series(hook, alloc), "the deleted node's series gone")
         assert node not in _series(hook, req)
