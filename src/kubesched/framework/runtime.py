@@ -45,6 +45,7 @@ from kubesched.framework.status import SUCCESS, Code, Status, Verdicts
 
 _max_reduce = np.maximum.reduce  # the ufunc itself: skips ndarray.max's Python wrapper
 T = TypeVar("T")
+Timer = Callable[[str, str, Code, float], None]  # CycleState.timer: (plugin, extension point, code, seconds)
 log = logging.getLogger("kubesched.framework")
 
 # What an attempt fails with when a plugin raises: kube-scheduler v1.35.4's messages for a plugin's error
@@ -163,7 +164,7 @@ class Framework:
 
     # ---- signatures --------------------------------------------------------------------------
 
-    def sign(self, pod: PodInfo) -> Hashable | None:
+    def sign(self, pod: PodInfo, timer: Timer | None = None) -> Hashable | None:
         """The pod's signature (kube-scheduler's SignPod): None when some plugin cannot sign it.
 
         Pods with equal signatures get equal verdicts and scores on the same nodes in the same state.
@@ -177,10 +178,10 @@ class Framework:
             if self._sign_key in cache:
                 static = cache[self._sign_key]
             else:
-                static = cache[self._sign_key] = _signature(pod, self._static_signers)
+                static = cache[self._sign_key] = _signature(pod, self._static_signers, timer)
             if static is None or not self._dynamic_signers:
                 return static
-            dynamic = _signature(pod, self._dynamic_signers)  # asked for every pod
+            dynamic = _signature(pod, self._dynamic_signers, timer)  # asked for every pod
         except _PluginRaised as err:
             raise plugin_error("Sign", err.plugin, pod, err.err) from err.err
         return None if dynamic is None else (static, dynamic)
@@ -507,13 +508,23 @@ class Framework:
         return self.run_score(state, pod, nodes)
 
 
-def _signature(pod: PodInfo, signers: list[SignPlugin]) -> Hashable | None:
+def _signature(pod: PodInfo, signers: list[SignPlugin], timer: Timer | None = None) -> Hashable | None:
     """The scheduler name and every signer's fragments, or None as soon as one cannot sign the pod."""
     fragments: list[object] = [pod.pod.spec.scheduler_name]
     plugin: SignPlugin | None = None
     try:
         for plugin in signers:
-            part = plugin.sign(pod)
+            if timer is None:
+                part = plugin.sign(pod)
+            else:
+                began = perf_counter()
+                part = plugin.sign(pod)
+                timer(
+                    plugin.name,
+                    "Sign",
+                    Code.SUCCESS if part is not None else Code.UNSCHEDULABLE,
+                    perf_counter() - began,
+                )
             if part is None:
                 return None
             fragments.append(part)

@@ -194,5 +194,8 @@ async def test_batched_cycles_time_filter_and_sign(monkeypatch: pytest.MonkeyPat
     ep = "scheduler_framework_extension_point_duration_seconds_count"
     assert _value(s, ep, extension_point="Filter") == 20
     assert _value(s, ep, extension_point="Sign") == 20
+    # Sampled (every cycle here): each signer's time at Sign (static signatures are signed once per pod spec).
+    plugin = "scheduler_plugin_execution_duration_seconds_count"
+    assert _value(s, plugin, plugin="NodeResourcesFit", extension_point="Sign", status="Success") >= 1
     # A hinted pod skips PreScore/Score: fewer of those than pods.
     assert _value(s, ep, extension_point="Score") == 20 - hinted

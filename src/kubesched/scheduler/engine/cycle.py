@@ -262,7 +262,7 @@ class Cycle:
             hinted: int | None = None
             if batch is not None:
                 signing = clock()
-                signature = fw.sign(pod)
+                signature = fw.sign(pod, state.timer)
                 if self._sample is not None:  # upstream times Sign in sampled cycles only
                     record(("Sign", _OK, profile.name), clock() - signing)
                 hinted = batch.hint(fw, state, pod, table, signature, self.count)
