@@ -261,9 +261,11 @@ class Cycle:
             signature: Hashable | None = None
             hinted: int | None = None
             if batch is not None:
-                signing = clock()
-                signature = fw.sign(pod, state.timer)
-                if self._sample is not None:  # upstream times Sign in sampled cycles only
+                if self._sample is None:
+                    signature = fw.sign(pod)
+                else:  # upstream times Sign in sampled cycles only
+                    signing = clock()
+                    signature = fw.sign(pod, state.timer)
                     record(("Sign", _OK, profile.name), clock() - signing)
                 hinted = batch.hint(fw, state, pod, table, signature, self.count)
             out.signature, out.hinted = signature, hinted
