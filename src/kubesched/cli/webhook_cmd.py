@@ -90,7 +90,8 @@ def run_serve(args: argparse.Namespace) -> int:
         try:
             conn = connect(args.kubeconfig, args.context)
         except (KubeConfigError, OSError) as err:
-            raise CLIError(f"feasibility rules need nodes: {err} (or give --nodes FILE)") from None
+            needs = "feasibility rules need nodes" if config.needs_nodes else "--managed-resource needs the cluster"
+            raise CLIError(f"{needs}: {err} (or give --nodes FILE)") from None
 
     async def main() -> None:
         client = KubeClient(conn) if conn else None
