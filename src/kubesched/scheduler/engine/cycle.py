@@ -154,7 +154,7 @@ class Cycle:
     async def run(self, profile: Profile, pod: PodInfo) -> Outcome:
         """Decide a node for ``pod`` and assume it there; on failure the outcome says why."""
         self.count += 1
-        self._sample = self.record_plugin if self.sampled() else None
+        self._sample = self.record_plugin if self._sampler.random() < PLUGIN_METRICS_SAMPLE else None
         out = Outcome(pod, CycleState())
         out.state.timer = self._sample  # the binding cycle (same state) is sampled with it, as upstream
         # Every plugin's exception becomes this pod's Error status (FrameworkError, logged with its

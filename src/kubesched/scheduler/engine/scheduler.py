@@ -37,7 +37,7 @@ from kubesched.framework.interfaces import (
     QueueSortPlugin,
 )
 from kubesched.framework.runtime import FrameworkError, plugin_error, timed
-from kubesched.framework.status import SUCCESS, Code, Status
+from kubesched.framework.status import SUCCESS, Status
 from kubesched.scheduler.engine import queue as q
 from kubesched.scheduler.engine.binding import Binder, WaitingPods
 from kubesched.scheduler.engine.cycle import EXTENDER, Cycle, Outcome, unreserve
@@ -213,28 +213,27 @@ class Scheduler:
         return guarded
 
     def _pre_enqueue(self, entry: q.QueuedPod) -> Status:
+        """PreEnqueue plugins in order, timed as upstream's queue does (plugins: a 10 % sample)."""
         began = time.perf_counter()
-        status = self._run_pre_enqueue(entry, self.metrics.plugin if self.cycle.sampled() else None)
-        self.metrics.extension_points.observe(("PreEnqueue", status.code, entry.profile), time.perf_counter() - began)
-        return status
-
-    def _run_pre_enqueue(self, entry: q.QueuedPod, timer: Callable[[str, str, Code, float], None] | None) -> Status:
+        timer = self.metrics.plugin if self.cycle.sampled() else None
         profile = self.built.profiles.get(entry.profile)
+        status = SUCCESS
         for plugin in profile.framework.pre_enqueue if profile else ():
             try:
                 if timer is None:
-                    status = plugin.pre_enqueue(entry.info).with_plugin(plugin.name)
+                    status = plugin.pre_enqueue(entry.info)
                 else:
-                    status = timed(timer, plugin.name, "PreEnqueue", plugin.pre_enqueue, entry.info).with_plugin(
-                        plugin.name
-                    )
+                    status = timed(timer, plugin.name, "PreEnqueue", plugin.pre_enqueue, entry.info)
             except Exception as err:  # the queue backs the pod off and asks again
                 failure = plugin_error("PreEnqueue", plugin, entry.info, err)
                 self._plugin_failed(entry.profile, failure)
-                return failure.status
+                status = failure.status
+                break
             if not status.ok:
-                return status
-        return SUCCESS
+                status = status.with_plugin(plugin.name)
+                break
+        self.metrics.extension_points.observe(("PreEnqueue", status.code, entry.profile), time.perf_counter() - began)
+        return status
 
     def _plugin_failed(self, profile: str, err: FrameworkError) -> None:
         self.metrics.plugin_error(profile, err.status.plugin, err.point)
