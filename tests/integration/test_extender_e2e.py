@@ -102,7 +102,9 @@ def test_bind_verb_makes_the_extender_bind(
         _create(control_plane, kube_namespace, make_pod("b0", 4))
         assert control_plane.wait_pod_bound(kube_namespace, "b0") == "e2e-big"
     assert extender.metric("kubesched_extender_requests_total", verb="bind", code="200") == before + 1
-    assert "bound " + kube_namespace + "/b0 to e2e-big" in extender.log.read_text()
+    # klog text, fields as the scheduler's: the line an operator greps for.
+    line = f'"Successfully bound pod to node" pod="{kube_namespace}/b0" node="e2e-big" profile="default-scheduler"'
+    assert line in extender.log.read_text()
 
 
 def _priority_class(cp: ControlPlane, name: str, value: int) -> None:

@@ -78,7 +78,11 @@ def test_live_metrics_show_kube_schedulers_families(
         count = "scheduler_framework_extension_point_duration_seconds_count"
         for point in ("PreFilter", "Reserve", "Permit"):
             assert total(v, count, extension_point=point, status="Success", profile=profile) >= 4, point
-        # Filter times the search over the nodes: a pod placed on opportunistic batching's hint skips it.
-        assert total(v, count, extension_point="Filter", status="Success", profile=profile) >= 1
+        # Filter is timed for every pod that passed PreFilter, batching's hinted ones included (their one node).
+        assert total(v, count, extension_point="Filter", status="Success", profile=profile) >= 5
+        # The binding cycle, against the real API server: one PreBind, Bind and PostBind per bound pod.
+        for point in ("PreBind", "Bind", "PostBind"):
+            assert total(v, count, extension_point=point, status="Success", profile=profile) == 4, point
+        assert total(v, count, extension_point="PreEnqueue", profile=profile) >= 5
         assert total(v, "scheduler_pending_pods", queue="unschedulable") == 1
         assert total(v, "leader_election_master_status") == 1

@@ -35,6 +35,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     src.add_argument("--kubeconfig", help="list+watch nodes from this cluster")
     serving.add_context_flag(src)
     src.add_argument("--nodes", type=Path, help="file of Node objects (NodeList or list, JSON or YAML): no cluster")
+    serve.add_argument(
+        "--managed-resource", action="append", default=[], metavar="NAME",
+        help="export this resource's allocatable and requested amounts per node (repeatable; e.g. nvidia.com/gpu)."
+        " With a cluster, the webhook then also watches pods (to count requests); with --nodes, allocatable only",
+    )  # fmt: skip
     serving.add_limit_flags(serve, max_body=DEFAULT_MAX_BODY)
     logs.add_flags(serve)
     serve.set_defaults(func=run_serve)
@@ -65,7 +70,8 @@ def run_serve(args: argparse.Namespace) -> int:
     except webhook_config.WebhookConfigError as err:
         raise CLIError(str(err)) from None
     conn = None
-    if not config.needs_nodes:
+    managed: list[str] = args.managed_resource
+    if not config.needs_nodes and not managed:
         if args.nodes or args.kubeconfig:
             log.info("no feasibility rule: --nodes/--kubeconfig not used")
         cache.synced.set()
@@ -81,18 +87,34 @@ def run_serve(args: argparse.Namespace) -> int:
         try:
             conn = connect(args.kubeconfig, args.context)
         except (KubeConfigError, OSError) as err:
-            raise CLIError(f"feasibility rules need nodes: {err} (or give --nodes FILE)") from None
+            needs = "feasibility rules need nodes" if config.needs_nodes else "--managed-resource needs the cluster"
+            raise CLIError(f"{needs}: {err} (or give --nodes FILE)") from None
 
     async def main() -> None:
         client = KubeClient(conn) if conn else None
-        routes = WebhookRoutes(AdmissionService(config), cache, max_body=args.max_body_bytes)
+        service = AdmissionService(config)
+        routes = WebhookRoutes(service, cache, max_body=args.max_body_bytes)
         server = HTTPServer(routes, host, port, tls, limits)
         tasks = []
+        usage: ClusterCache | None = None
+        if managed and client is not None:
+            # Feasibility's cache must stay without pods: requests are counted in a cache of their own.
+            usage = ClusterCache()
+            service.metrics.follow_allocation(lambda: usage.table, managed, requested=True)
+        elif managed:
+            service.metrics.follow_allocation(lambda: cache.table, managed, requested=False)
         if client is not None:
             await serving.authenticate(client, log)
-            source = KubeSource(cache, client, watch_pods=False)
-            log.info("nodes follow %s", source.describe())
-            tasks.append(asyncio.create_task(source.run()))
+            if config.needs_nodes:
+                source = KubeSource(cache, client, watch_pods=False)
+                log.info("nodes follow %s", source.describe())
+                tasks.append(asyncio.create_task(source.run()))
+            else:
+                cache.synced.set()
+            if usage is not None:
+                counted = KubeSource(usage, client, watch_pods=True)
+                log.info("managed resources %s counted per node from %s", ", ".join(managed), counted.describe())
+                tasks.append(asyncio.create_task(counted.run()))
         rules = ", ".join(f"{r.name} ({r.phase})" for r in config.rules)
         try:
             await server.start()

@@ -4,7 +4,8 @@ Why not a library: lightkube 1.0.1 (its auth is an ``httpx.Auth`` of the ``httpx
 its exec plugin ignores ``expirationTimestamp``, sets no ``KUBERNETES_EXEC_INFO``, rejects
 ``client.authentication.k8s.io/v1`` and client certificates) and kubernetes-asyncio 36.1.0 (pulls
 aiohttp, urllib3, six and dateutil; its ExecProvider says itself it lacks TLS certificates and
-caching) both miss what client-go does. This module does client-go's rules (``exec.go``,
+caching) both miss what client-go does (the full comparison: docs/auth.md, "Why our own loader"). This
+module does client-go's rules (``exec.go``,
 ``cachingTokenSource``) and nothing more:
 
 * exec plugins (``client.authentication.k8s.io/v1`` and ``v1beta1``): command, args, env,

@@ -79,12 +79,12 @@ class Dispatcher:
         try:
             out = handler(body)
         except BadRequest as err:
-            log.info("%s: bad request: %s", verb, err)
+            log.info("Bad request", extra={"verb": verb, "err": str(err)})
             return self._observe(verb, start, (400, str(err).encode(), TEXT))
         except NotReady as err:  # before the first sync: prioritize failures are ignored, preempt fails the attempt
             return self._observe(verb, start, (503, str(err).encode(), TEXT))
         except Exception as err:
-            log.exception("%s failed", verb)
+            log.exception("Request failed", extra={"verb": verb})
             return self._observe(
                 verb, start, (500, f"internal error in {verb}: {type(err).__name__}: {err}".encode(), TEXT)
             )
@@ -94,10 +94,10 @@ class Dispatcher:
         try:
             out = await self.service.bind(body)
         except BadRequest as err:
-            log.info("bind: bad request: %s", err)
+            log.info("Bad request", extra={"verb": "bind", "err": str(err)})
             return self._observe("bind", start, (400, str(err).encode(), TEXT))
         except Exception as err:
-            log.exception("bind failed")
+            log.exception("Request failed", extra={"verb": "bind"})
             return self._observe(
                 "bind", start, (500, f"internal error in bind: {type(err).__name__}: {err}".encode(), TEXT)
             )

@@ -16,6 +16,7 @@ from kubesched.api.core import Pod
 from kubesched.cluster import readback
 from kubesched.cluster.kubeclient import AnswerLost, APIError, KubeClient
 from kubesched.cluster.ledger import Ledger
+from kubesched.config.model import DEFAULT_SCHEDULER_NAME
 from kubesched.core.podinfo import PodInfo, compile_pod
 
 log = logging.getLogger("kubesched.extender")
@@ -78,7 +79,9 @@ class BindingWriter:
         except AnswerLost as err:  # sent, answer lost: it may have been applied
             where = await self.node_of(args)
             if where == args.Node:
-                log.info("bound %s to %s (the answer was lost; read back)", key, args.Node)
+                log.info(
+                    "Successfully bound pod to node (the answer was lost; read back)", extra=log_fields(info, args.Node)
+                )
                 return None
             if where is None:
                 self.ledger.mark_unknown(uid)  # keep counting it until the watch or a read-back says, or the TTL
@@ -90,7 +93,7 @@ class BindingWriter:
         except OSError as err:  # TransportError: never sent
             self.ledger.release(uid)
             msg = f"binding pod {key} failed: API server unreachable: {err or type(err).__name__}"
-        log.warning("%s", msg)
+        log.warning("Binding failed", extra=log_fields(info, args.Node, err=msg))
         return msg
 
     async def node_of(self, args: wire.ExtenderBindingArgs) -> str | None:
@@ -115,7 +118,17 @@ class BindingWriter:
             return None
         if where == args.Node:
             self.ledger.move(info, where)
-            log.info("bound %s to %s (an earlier binding whose answer was lost; read back)", key, where)
+            log.info("Successfully bound pod to node (an earlier binding, read back)", extra=log_fields(info, where))
             return ""
         self.ledger.move(info, where)
         return f"binding pod {key} to node {args.Node} failed: the pod is already bound to node {where}"
+
+
+def log_fields(pod: PodInfo, node: str | None = None, **more: str) -> dict[str, str]:
+    """A log line's fields, as the scheduler's: pod, node, profile (the pod's schedulerName), then ``more``."""
+    out = {"pod": pod.key}
+    if node is not None:
+        out["node"] = node
+    out["profile"] = pod.pod.spec.scheduler_name or DEFAULT_SCHEDULER_NAME
+    out.update({k: v for k, v in more.items() if v})
+    return out

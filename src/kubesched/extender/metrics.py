@@ -9,6 +9,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.registry import Collector
 
 from kubesched.cluster.ledger import Ledger
+from kubesched.http.allocation import NodeAllocation
 from kubesched.http.exposition import render
 
 _BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0)
@@ -36,10 +37,13 @@ class ExtenderMetrics:
         self._ledger: LedgerCollector | None = None
 
     def watch_ledger(self, ledger: Ledger, resources: Sequence[str]) -> None:
-        """Report the ledger's reservations and each node's allocation of ``resources`` (read at scrape time)."""
+        """Report the ledger's reservations and each node's allocation of the managed ``resources`` (read at
+        scrape time; the pods counted include the reservations)."""
         if self._ledger is None:
-            self._ledger = LedgerCollector(ledger, tuple(resources))
+            self._ledger = LedgerCollector(ledger)
             self.registry.register(self._ledger)
+            if resources:
+                self.registry.register(NodeAllocation("kubesched_extender", lambda: ledger.cache.table, resources))
 
     def render(self) -> bytes:
         return render(self.registry)
@@ -48,9 +52,8 @@ class ExtenderMetrics:
 class LedgerCollector(Collector):
     """Reads the ledger and the node table when scraped: nothing is paid per request."""
 
-    def __init__(self, ledger: Ledger, resources: tuple[str, ...]) -> None:
+    def __init__(self, ledger: Ledger) -> None:
         self.ledger = ledger
-        self.resources = resources
 
     def collect(self) -> Iterator[Metric]:
         led = self.ledger
@@ -68,24 +71,3 @@ class LedgerCollector(Collector):
             ("bind_refused", led.refused, "Binds answered Error because the pod no longer fit the node."),
         ):
             yield CounterMetricFamily(f"kubesched_extender_{name}", text, value=value)
-        if not self.resources:
-            return
-        table = led.cache.table
-        alloc = GaugeMetricFamily(
-            "kubesched_extender_managed_resource_allocated",
-            "Managed resource requested by the pods counted on each node, reservations included.",
-            labels=["node", "resource"],
-        )
-        cap = GaugeMetricFamily(
-            "kubesched_extender_managed_resource_allocatable",
-            "Managed resource a node offers (status.allocatable).",
-            labels=["node", "resource"],
-        )
-        names = table.names
-        for resource in self.resources:
-            used, total = table.requested(resource).tolist(), table.allocatable(resource).tolist()
-            for row, _node in table.live_nodes():
-                alloc.add_metric([names[row], resource], used[row])
-                cap.add_metric([names[row], resource], total[row])
-        yield alloc
-        yield cap

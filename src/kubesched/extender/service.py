@@ -26,7 +26,7 @@ from kubesched.core.nodetable import NodeTable, Rows, table_of
 from kubesched.core.podinfo import PodInfo, compile_pod
 from kubesched.core.quantity import QuantityError
 from kubesched.errors import InputError, KubeschedError
-from kubesched.extender.binding import BindingWriter
+from kubesched.extender.binding import BindingWriter, log_fields
 from kubesched.extender.replies import filter_reply, priorities_reply, quote_all
 from kubesched.framework.interfaces import CycleState, NodeBatch
 from kubesched.framework.policy import Policy
@@ -255,7 +255,7 @@ class ExtenderService:
             totals, weights = self.framework.prioritize(CycleState(), pod, nodes)
         except FrameworkError as err:
             # kube-scheduler ignores prioritize failures; the best we can do is say why in the log.
-            log.warning("prioritize failed for %s: %s", pod.key, err)
+            log.warning("Prioritize failed", extra=log_fields(pod, plugin=err.status.plugin, err=str(err)))
             raise BadRequest(f"prioritize failed: {err}") from None
         # Plugin totals are 0..100 per unit of weight (the framework checks every plugin's scores), so
         # this integer division lands in the protocol's 0..10 without clipping.
@@ -287,7 +287,7 @@ class ExtenderService:
         # From here to the reservation: no await, so no other request can take the same capacity.
         reason = self.ledger.reserve(info, args.Node, lambda row: self._refusal(info, row))
         if reason is not None:
-            log.info("bind %s to %s refused: %s", key, args.Node, reason)
+            log.info("Bind refused: the pod no longer fits the node", extra=log_fields(info, args.Node, reason=reason))
             return _bind_result(f"pod {key} no longer fits node {args.Node}: {reason}")
         try:
             outcome = await self._writer.post_binding(args, info)
@@ -298,7 +298,7 @@ class ExtenderService:
             raise
         if outcome is None:
             self.ledger.finish(info.uid)
-            log.info("bound %s to %s", key, args.Node)
+            log.info("Successfully bound pod to node", extra=log_fields(info, args.Node))
             return _bind_result("")
         return _bind_result(outcome)
 
@@ -359,7 +359,7 @@ class ExtenderService:
         if row is None:
             # A node the cache does not know (yet): nothing to judge the evictions by, so no evictions
             # there (kube-scheduler drops the node from the candidates).
-            log.info("preempt: node %s is not in the node cache: vetoed", node)
+            log.info("Preempt: node not in the node cache, vetoed", extra=log_fields(pod, node))
             return None
         # Would the policy take the pod there once the victims are gone?
         removed = [p for p in (table.remove_pod(row, u) for u in uids) if p is not None]

@@ -7,7 +7,7 @@ a time derive from `NodeFilterPlugin` / `NodeScorePlugin`, which adapt a per-nod
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -37,6 +37,9 @@ class CycleState(dict[str, Any]):
         super().__init__()
         self.skip_filter: set[str] = set()
         self.skip_score: set[str] = set()
+        # Set for a sample of the cycles (kube-scheduler's ShouldRecordPluginMetrics): called with
+        # (plugin, extension point, status code, seconds) after each plugin call; None costs one test.
+        self.timer: Callable[[str, str, Code, float], None] | None = None
 
     def clone(self) -> CycleState:
         """A shallow copy: writes to the copy do not reach this state."""
@@ -44,6 +47,7 @@ class CycleState(dict[str, Any]):
         copy.update(self)
         copy.skip_filter = set(self.skip_filter)
         copy.skip_score = set(self.skip_score)
+        copy.timer = self.timer
         return copy
 
 

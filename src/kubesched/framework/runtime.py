@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import logging
 import random
-from collections.abc import Hashable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
+from time import perf_counter
+from typing import TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -41,9 +43,11 @@ from kubesched.framework.interfaces import (
 )
 from kubesched.framework.profile import BuiltPlugin, ProfileSpec, instantiate
 from kubesched.framework.registry import Registry
-from kubesched.framework.status import SUCCESS, Code, Status
+from kubesched.framework.status import SUCCESS, Code, Status, Verdicts
 
 _max_reduce = np.maximum.reduce  # the ufunc itself: skips ndarray.max's Python wrapper
+T = TypeVar("T")
+Timer = Callable[[str, str, Code, float], None]  # CycleState.timer: (plugin, extension point, code, seconds)
 log = logging.getLogger("kubesched.framework")
 _ALL_NODES = PreFilterResult()
 
@@ -207,7 +211,7 @@ class Framework:
 
     # ---- signatures --------------------------------------------------------------------------
 
-    def sign(self, pod: PodInfo) -> Hashable | None:
+    def sign(self, pod: PodInfo, timer: Timer | None = None) -> Hashable | None:
         """The pod's signature (kube-scheduler's SignPod): None when some plugin cannot sign it.
 
         Pods with equal signatures get equal verdicts and scores on the same nodes in the same state.
@@ -221,10 +225,10 @@ class Framework:
             if self._sign_key in cache:
                 static = cache[self._sign_key]
             else:
-                static = cache[self._sign_key] = _signature(pod, self._static_signers)
+                static = cache[self._sign_key] = _signature(pod, self._static_signers, timer)
             if static is None or not self._dynamic_signers:
                 return static
-            dynamic = _signature(pod, self._dynamic_signers)  # asked for every pod
+            dynamic = _signature(pod, self._dynamic_signers, timer)  # asked for every pod
         except _PluginRaised as err:
             raise plugin_error("Sign", err.plugin, pod, err.err) from err.err
         return None if dynamic is None else (static, dynamic)
@@ -240,9 +244,13 @@ class Framework:
         narrowed_by: list[str] = []
         rejected: Status | None = None
         plugin: PreFilterPlugin | None = None
+        timer = state.timer
         try:
             for plugin in self.pre_filter:
-                result = plugin.pre_filter(state, pod, table)
+                if timer is None:
+                    result = plugin.pre_filter(state, pod, table)
+                else:
+                    result = timed(timer, plugin.name, "PreFilter", plugin.pre_filter, state, pod, table)
                 status = result.status
                 if status.code not in (Code.SUCCESS, Code.SKIP):  # only answers someone reads carry a name
                     status = status.with_plugin(plugin.name)
@@ -299,7 +307,10 @@ class Framework:
                     continue
                 if batch.rows is not rows:
                     batch = NodeBatch(nodes.table, rows)
-                verdicts = plugin.filter(state, pod, batch)
+                if state.timer is None:
+                    verdicts = plugin.filter(state, pod, batch)
+                else:
+                    verdicts = timed(state.timer, plugin.name, "Filter", plugin.filter, state, pod, batch)
                 if verdicts.all_passed:
                     continue
                 failed = verdicts.failed if verdicts.failed is not None else verdicts.codes != 0
@@ -333,7 +344,10 @@ class Framework:
                     continue
                 if one is None:
                     one = np.array([row], dtype=np.intp)
-                verdicts = stage.filter(state, pod, NodeBatch(table, one))
+                if state.timer is None:
+                    verdicts = stage.filter(state, pod, NodeBatch(table, one))
+                else:
+                    verdicts = timed(state.timer, stage.name, "Filter", stage.filter, state, pod, NodeBatch(table, one))
                 if verdicts.all_passed:
                     continue
                 if verdicts.codes[0]:
@@ -412,7 +426,12 @@ class Framework:
             for plugin in stage:
                 if not len(rows):
                     break
-                verdicts = plugin.filter(state, pod, NodeBatch(table, rows))
+                if state.timer is None:
+                    verdicts = plugin.filter(state, pod, NodeBatch(table, rows))
+                else:  # only when the stage is evaluated, not when its cached verdicts are looked up
+                    verdicts = timed(
+                        state.timer, plugin.name, "Filter", plugin.filter, state, pod, NodeBatch(table, rows)
+                    )
                 failed = verdicts.failed if verdicts.failed is not None else verdicts.codes != 0
                 if not failed.any():
                     continue
@@ -445,7 +464,10 @@ class Framework:
         plugin: PreScorePlugin | None = None
         try:
             for plugin in self.pre_score:
-                status = plugin.pre_score(state, pod, nodes)
+                if state.timer is None:
+                    status = plugin.pre_score(state, pod, nodes)
+                else:
+                    status = timed(state.timer, plugin.name, "PreScore", plugin.pre_score, state, pod, nodes)
                 if status.code == Code.SKIP:
                     state.skip_score.add(plugin.name)
                 elif not status.ok:
@@ -461,8 +483,14 @@ class Framework:
         out: list[IntColumn | None] = []
         plugin: ScorePlugin | None = None
         try:
+            timer = state.timer
             for plugin, _ in self.score:
-                out.append(None if skip and plugin.name in skip else plugin.score(state, pod, nodes))
+                if skip and plugin.name in skip:
+                    out.append(None)
+                elif timer is None:
+                    out.append(plugin.score(state, pod, nodes))
+                else:
+                    out.append(timed(timer, plugin.name, "Score", plugin.score, state, pod, nodes))
         except _PASS_THROUGH:
             raise
         except Exception as err:
@@ -481,7 +509,12 @@ class Framework:
         """NormalizeScore of the i-th Score plugin, checked to lie in [0, 100]."""
         plugin = self.score[i][0]
         try:
-            scores = plugin.normalize(state, pod, nodes, raw)
+            if state.timer is None:
+                scores = plugin.normalize(state, pod, nodes, raw)
+            else:
+                scores = timed(
+                    state.timer, plugin.name, "ScoreExtensionNormalize", plugin.normalize, state, pod, nodes, raw
+                )
             if scores.dtype != np.int64:
                 scores = np.asarray(scores, dtype=np.int64)
         except _PASS_THROUGH:
@@ -518,13 +551,23 @@ class Framework:
         return self.run_score(state, pod, nodes)
 
 
-def _signature(pod: PodInfo, signers: list[SignPlugin]) -> Hashable | None:
+def _signature(pod: PodInfo, signers: list[SignPlugin], timer: Timer | None = None) -> Hashable | None:
     """The scheduler name and every signer's fragments, or None as soon as one cannot sign the pod."""
     fragments: list[object] = [pod.pod.spec.scheduler_name]
     plugin: SignPlugin | None = None
     try:
         for plugin in signers:
-            part = plugin.sign(pod)
+            if timer is None:
+                part = plugin.sign(pod)
+            else:
+                began = perf_counter()
+                part = plugin.sign(pod)
+                timer(
+                    plugin.name,
+                    "Sign",
+                    Code.SUCCESS if part is not None else Code.UNSCHEDULABLE,
+                    perf_counter() - began,
+                )
             if part is None:
                 return None
             fragments.append(part)
@@ -556,6 +599,35 @@ def _stages(filters: list[FilterPlugin]) -> list[FilterPlugin | tuple[StaticFilt
         else:
             stages.append(plugin)
     return stages
+
+
+def timed(
+    timer: Callable[[str, str, Code, float], None], plugin: str, point: str, call: Callable[..., T], *args: object
+) -> T:
+    """``call(*args)``, its duration given to ``timer`` with the call's status code (sampled cycles only).
+
+    A batch call covers every candidate node at once: its code is the first status it returned (Success
+    when every node passed); a raise is recorded as Error and passed on.
+    """
+    began = perf_counter()
+    try:
+        result = call(*args)
+    except BaseException:
+        timer(plugin, point, Code.ERROR, perf_counter() - began)
+        raise
+    timer(plugin, point, code_of(result), perf_counter() - began)
+    return result
+
+
+def code_of(result: object) -> Code:
+    """The status code a plugin's answer stands for (Status, PreFilterResult, Verdicts; else Success)."""
+    if isinstance(result, Status):
+        return result.code
+    if isinstance(result, PreFilterResult):
+        return result.status.code
+    if isinstance(result, Verdicts) and not result.all_passed and result.statuses:
+        return result.statuses[0].code
+    return Code.SUCCESS
 
 
 def select_host(totals: IntColumn, rng: random.Random) -> int:

@@ -71,12 +71,12 @@ class WebhookRoutes:
         try:
             return 200, await self.service.review(phase, body), JSON
         except BadReview as err:
-            log.info("%s: bad request: %s", phase, err)
+            log.info("Bad request", extra={"phase": phase, "err": str(err)})
             return _status(400, "BadRequest", str(err))
         except RuleFailed as err:
             return _status(500, "InternalError", str(err))
         except Exception as err:
-            log.exception("%s failed", phase)
+            log.exception("Review failed", extra={"phase": phase})
             return _status(500, "InternalError", f"internal error in {phase}: {type(err).__name__}: {err}")
 
 

@@ -19,7 +19,7 @@ from kubesched.framework.profile import PluginRef, ProfileSpec
 from kubesched.framework.runtime import Framework
 from kubesched.plugins import in_tree
 from kubesched.webhook.review import AdmissionRequest
-from kubesched.webhook.rules import Action, Phase, PodJSON, Verdict, scheduler_of
+from kubesched.webhook.rules import Action, Phase, PodJSON, Verdict, pod_fields, scheduler_of
 
 log = logging.getLogger("kubesched.webhook")
 
@@ -39,13 +39,22 @@ class FeasibilityChecker:
 
         None too when no node is known: with nothing to judge against, nothing is refused.
         """
+        judged = self.judge(pod)
+        return None if judged is None else judged[0]
+
+    def judge(self, pod: Pod) -> tuple[str, list[str]] | None:
+        """`why_not`'s message and the plugins that rejected nodes (in the profile's order), or None."""
         table = self.cache.table
         if not len(table):
             return None
         outcome = self.framework.find_feasible(CycleState(), compile_pod(pod), NodeBatch(table, table.rows()))
         if len(outcome.feasible):
             return None
-        return outcome.diagnosis.message(len(table))
+        diagnosis = outcome.diagnosis
+        named = {rej.plugin or s.plugin for rej in diagnosis.rejections for s in rej.statuses}
+        if diagnosis.pre_filter is not None:
+            named.add(diagnosis.pre_filter.plugin)
+        return diagnosis.message(len(table)), [p for p in PLUGINS if p in named]
 
 
 @dataclass(frozen=True)
@@ -65,11 +74,14 @@ class Feasibility:
         if self.scheduler_names and scheduler_of(pod) not in self.scheduler_names:
             return None
         try:
-            reason = self.checker.why_not(msgspec.convert(pod, Pod))
+            judged = self.checker.judge(msgspec.convert(pod, Pod))
         except (ValueError, msgspec.ValidationError) as err:
             # The API server validates the pod too; a bad quantity is its message to give, not ours.
-            log.info("feasibility of %s/%s not judged: %s", request.namespace, request.name, err)
+            log.info("Feasibility not judged", extra={**pod_fields(request, pod), "rule": self.name, "err": str(err)})
             return Verdict.warn(f"feasibility not checked: {err}")
-        if reason is None:
+        if judged is None:
             return None
+        reason, plugins = judged
+        fields = {**pod_fields(request, pod), "plugin": ",".join(plugins), "rule": self.name}
+        log.info("Pod can never be scheduled", extra=fields)
         return Verdict.act(self.action, f"pod can never be scheduled: {reason}")

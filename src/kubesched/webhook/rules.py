@@ -63,6 +63,13 @@ def scheduler_of(pod: Mapping[str, Any]) -> str:
     return (pod.get("spec") or {}).get("schedulerName") or DEFAULT_SCHEDULER
 
 
+def pod_fields(request: AdmissionRequest, pod: Mapping[str, Any]) -> dict[str, str]:
+    """A log line's fields for a reviewed pod: pod (namespace/name) and profile (its schedulerName)."""
+    meta = pod.get("metadata") or {}
+    name = meta.get("name") or f"{meta.get('generateName', '')}*"
+    return {"pod": f"{request.namespace}/{name}", "profile": scheduler_of(pod)}
+
+
 def labels_of(pod: Mapping[str, Any]) -> dict[str, str]:
     return dict((pod.get("metadata") or {}).get("labels") or {})
 

@@ -10,7 +10,7 @@ from kubesched.errors import PluginError
 from kubesched.webhook.jsonpatch import diff
 from kubesched.webhook.metrics import WebhookMetrics
 from kubesched.webhook.review import AdmissionRequest, decode, is_pod, pod_object, reply
-from kubesched.webhook.rules import Phase, PodJSON, PythonRule, Rule, Verdict
+from kubesched.webhook.rules import Phase, PodJSON, PythonRule, Rule, Verdict, pod_fields
 from kubesched.webhook.rules_file import WebhookConfig
 
 log = logging.getLogger("kubesched.webhook")
@@ -52,7 +52,9 @@ class AdmissionService:
                 warnings += [f"{w} (rule {rule.name})" for w in verdict.warnings]
                 self.metrics.verdicts.labels(rule.name, "warned").inc()
         if denials:
-            log.info("%s: denied pod %s/%s: %s", phase, request.namespace, _pod_name(original), "; ".join(denials))
+            log.info(
+                "Denied pod", extra={**pod_fields(request, original), "phase": phase, "reason": "; ".join(denials)}
+            )
         patch = diff(original, work) if phase == "mutate" and not denials else []
         return reply(request.uid, allowed=not denials, message="; ".join(denials), warnings=warnings, patch=patch)
 
@@ -63,7 +65,7 @@ class AdmissionService:
             if inspect.isawaitable(result):
                 result = await result
         except Exception as err:
-            log.exception("rule %s failed", rule.name)
+            log.exception("Rule failed", extra={**pod_fields(request, pod), "rule": rule.name})
             raise RuleFailed(f"rule {rule.name} failed: {type(err).__name__}: {err}") from err
         if result is None:
             return Verdict()

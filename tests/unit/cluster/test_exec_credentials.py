@@ -208,3 +208,53 @@ async def test_pool_refreshes_on_401_and_resends_only_idempotent_requests(
     assert seen == [b"POST Bearer old"]
     assert await pool.request("POST", "/bindings", b"{}") == (200, b"ok")  # the next one has the new token
     await pool.aclose()
+
+
+async def test_client_certificate_files_are_reloaded_when_they_change(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A TLS server that requires a client certificate tells which one each new connection presented."""
+    import os
+    import ssl
+
+    from kubesched.cluster.credentials import TLS
+
+    ca = pki.new_ca("ca")
+    server = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    pki.write_pair(pki.serving_cert(ca, "srv", ip_addresses=["127.0.0.1"]), tmp_path / "s.crt", tmp_path / "s.key")
+    server.load_cert_chain(tmp_path / "s.crt", tmp_path / "s.key")
+    server.load_verify_locations(cadata=ca.cert_pem.decode())
+    server.verify_mode = ssl.CERT_REQUIRED
+
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        subject = dict(x[0] for x in writer.get_extra_info("peercert")["subject"])
+        writer.write(subject["commonName"].encode())
+        await writer.drain()
+        writer.close()
+
+    cert, key = tmp_path / "client.crt", tmp_path / "client.key"
+    pki.write_pair(pki.client_cert(ca, "alice"), cert, key)
+    creds = Credentials("u", tls=TLS(ca=ca.cert_pem, cert_file=cert, key_file=key))
+
+    async def who(port: int) -> bytes:
+        reader, writer = await asyncio.open_connection("127.0.0.1", port, ssl=creds.ssl_context())
+        name = await reader.read()
+        writer.close()
+        return name
+
+    srv = await asyncio.start_server(handle, "127.0.0.1", 0, ssl=server)
+    async with srv:
+        port = srv.sockets[0].getsockname()[1]
+        assert await who(port) == b"alice"
+        first = creds.ssl_context()
+        assert creds.ssl_context() is first  # unchanged files: the context is kept
+        pki.write_pair(pki.client_cert(ca, "bob"), cert, key)  # rotated, as cert-manager or kubelet do
+        later = os.stat(cert).st_mtime_ns + 2_000_000_000
+        os.utime(cert, ns=(later, later))
+        assert await who(port) == b"bob"
+        kept = creds.ssl_context()
+        key.write_text("not a key")  # a rotation caught half-written: the last good certificate stays
+        os.utime(key, ns=(later + 1, later + 1))
+        assert creds.ssl_context() is kept
+        assert "client certificate not reloaded" in caplog.text
+        assert await who(port) == b"bob"

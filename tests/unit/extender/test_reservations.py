@@ -299,8 +299,9 @@ async def test_metrics_show_reservations_and_allocation() -> None:
     body = text[1].decode()
     assert "kubesched_extender_reservations_held 1.0" in body
     assert "kubesched_extender_reservations_total 1.0" in body
-    assert f'kubesched_extender_managed_resource_allocated{{node="{SMALL}",resource="{RES}"}} 1.0' in body
-    assert f'kubesched_extender_managed_resource_allocatable{{node="{SMALL}",resource="{RES}"}} 2.0' in body
+    labels = f'node="{SMALL}",resource="{RES}",unit="integer"'
+    assert f"kubesched_extender_node_resource_requested{{{labels}}} 1.0" in body
+    assert f"kubesched_extender_node_resource_allocatable{{{labels}}} 2.0" in body
 
 
 async def test_a_bind_cancelled_mid_post_keeps_counting_with_a_ttl() -> None:

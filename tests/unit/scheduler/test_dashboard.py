@@ -6,9 +6,12 @@ import json
 import re
 from pathlib import Path
 
+import msgspec
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from kubesched.api.core import Node
+from kubesched.cluster.cache import ClusterCache
 from kubesched.extender.app import Dispatcher
 from kubesched.webhook.metrics import WebhookMetrics
 from tests.unit.extender.test_reservations import bind, bound_service, burst, filter_
@@ -54,10 +57,14 @@ async def test_every_dashboard_query_names_an_exported_series(monkeypatch: pytes
     assert await bind(svc, p) == ""
     answer = Dispatcher(svc).dispatch("GET", "/metrics", b"")
     assert isinstance(answer, tuple)
-    exported = _exported(scheduler_text) | _exported(answer[1].decode()) | _exported(WebhookMetrics().render().decode())
+    webhook = WebhookMetrics()
+    nodes = ClusterCache()
+    nodes.replace_nodes([msgspec.convert({"metadata": {"name": "n"}, "status": {"allocatable": {"x/y": "1"}}}, Node)])
+    webhook.follow_allocation(lambda: nodes.table, ["x/y"], requested=True)
+    exported = _exported(scheduler_text) | _exported(answer[1].decode()) | _exported(webhook.render().decode())
     doc = json.loads(DASHBOARD.read_text())
     exprs = [t["expr"] for panel in doc["panels"] for t in panel.get("targets", [])]
-    assert len(exprs) >= 14
+    assert len(exprs) >= 19
     for expr in exprs:
         names = metric_names(expr)
         assert names, expr

@@ -126,3 +126,14 @@ def test_serve_lists_every_config_problem(capsys: pytest.CaptureFixture[str], pk
     assert err.startswith(f"kubesched: error: {bad}: invalid webhook config:\n")
     assert "  - rules[0].feasibility.action: required\n" in err
     assert "  - rules[1].requireLabel.schedulerName: required\n" in err
+
+
+def test_managed_resources_without_a_cluster_say_why(
+    capsys: pytest.CaptureFixture[str], pki: Path, tmp_path: Path
+) -> None:
+    config = tmp_path / "rules.yaml"
+    config.write_text("rules:\n- requireLabel: {schedulerName: kubesched, label: custom}\n")  # no feasibility rule
+    tls = ["--tls-cert", str(pki / "tls.crt"), "--tls-key", str(pki / "tls.key")]
+    missing = str(pki / "none.kubeconfig")
+    assert serve("--config", str(config), *tls, "--managed-resource", "x/y", "--kubeconfig", missing) == 2
+    assert "--managed-resource needs the cluster" in capsys.readouterr().err

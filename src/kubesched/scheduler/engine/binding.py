@@ -75,7 +75,15 @@ class WaitingPods:
 
 
 OnDone = Callable[[Outcome, Status, float], None]
+Record = Callable[[tuple[str, Code, str], float], None]
+
+
+def _ignore(key: tuple[str, Code, str], seconds: float) -> None:
+    pass
+
+
 T = TypeVar("T")
+_OK = Code.SUCCESS  # an Enum member looked up once: Code.SUCCESS costs ~0.4 µs per access
 log = logging.getLogger("kubesched.scheduler")
 
 
@@ -95,8 +103,11 @@ class Binder:
         waiting: WaitingPods,
         on_done: OnDone,
         concurrency: int = 256,
+        record: Record | None = None,
     ) -> None:
         self.cluster = cluster
+        # ((extension point, status code, profile), seconds): PreBind, Bind, PostBind as kube-scheduler's.
+        self.record = record or _ignore
         self.extenders = extenders
         self.waiting = waiting
         self.on_done = on_done
@@ -189,21 +200,36 @@ class Binder:
             status = await self.waiting.wait(pod, outcome.waits)
             if not status.ok:
                 return status
+        record, clock, name, timer = self.record, time.perf_counter, profile.name, state.timer
+        began = clock()
         for plugin in fw.pre_bind:
+            started = clock()
             try:
                 status = await plugin.pre_bind(state, pod, node)
             except Exception as err:
+                record(("PreBind", Code.ERROR, name), clock() - began)
                 return _raised(outcome, "PreBind", plugin, err)
+            if timer is not None:
+                timer(plugin.name, "PreBind", status.code, clock() - started)
             if not status.ok:
+                record(("PreBind", status.code, name), clock() - began)
                 return status.with_plugin(plugin.name)
+        binding = clock()
+        record(("PreBind", _OK, name), binding - began)
         status = await self._bind(profile, outcome)
+        done = clock()
+        record(("Bind", status.code, name), done - binding)
         if status is not SUCCESS and not status.ok:
             return status
         for post in fw.post_bind:
+            started = clock()
             try:
                 post.post_bind(state, pod, node)
             except Exception as err:  # bound all the same: logged and counted, the others still run
                 _raised(outcome, "PostBind", post, err)
+            if timer is not None:
+                timer(post.name, "PostBind", _OK, clock() - started)
+        record(("PostBind", _OK, name), clock() - done)
         return SUCCESS
 
     async def _bind(self, profile: Profile, outcome: Outcome) -> Status:
@@ -228,9 +254,13 @@ class Binder:
             except ClusterAPIError as err:
                 return Status.error(str(err)).with_plugin("DefaultBinder")
             return SUCCESS
+        timer = outcome.state.timer
         for plugin in plugins:
+            started = time.perf_counter()
             try:
                 status = await plugin.bind(outcome.state, pod, node)
+                if timer is not None:
+                    timer(plugin.name, "Bind", status.code, time.perf_counter() - started)
             except (AlreadyAssignedError, BindingUnknownError) as err:
                 # What became of the Binding is for the scheduler to find out (the pod may be bound).
                 outcome.bind_error = err

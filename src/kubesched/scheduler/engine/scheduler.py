@@ -37,7 +37,7 @@ from kubesched.framework.interfaces import (
     PostFilterPlugin,
     QueueSortPlugin,
 )
-from kubesched.framework.runtime import FrameworkError, plugin_error
+from kubesched.framework.runtime import FrameworkError, plugin_error, timed
 from kubesched.framework.status import SUCCESS, Status
 from kubesched.scheduler.engine import queue as q
 from kubesched.scheduler.engine.binding import Binder, WaitingPods
@@ -125,7 +125,14 @@ class Scheduler:
             record=self.metrics.extension_points.observe,
             record_plugin=self.metrics.plugin,
         )
-        self.binder = Binder(cluster, lambda: self.extenders, self.waiting, self._bound, bind_concurrency)
+        self.binder = Binder(
+            cluster,
+            lambda: self.extenders,
+            self.waiting,
+            self._bound,
+            bind_concurrency,
+            self.metrics.extension_points.observe,
+        )
         self.metrics.follow_queue(self.queue.pending, self.queue.incoming, self.queue.unschedulable_by_plugin)
         self.metrics.follow_batches(self.cycle.batch_counts)
         self.placements: dict[str, Placement] = {}  # by pod key, for the embedded default's report
@@ -209,17 +216,27 @@ class Scheduler:
         return guarded
 
     def _pre_enqueue(self, entry: q.QueuedPod) -> Status:
+        """PreEnqueue plugins in order, timed as upstream's queue does (plugins: a 10 % sample)."""
+        began = time.perf_counter()
+        timer = self.metrics.plugin if self.cycle.sampled() else None
         profile = self.built.profiles.get(entry.profile)
+        status = SUCCESS
         for plugin in profile.framework.pre_enqueue if profile else ():
             try:
-                status = plugin.pre_enqueue(entry.info).with_plugin(plugin.name)
+                if timer is None:
+                    status = plugin.pre_enqueue(entry.info)
+                else:
+                    status = timed(timer, plugin.name, "PreEnqueue", plugin.pre_enqueue, entry.info)
             except Exception as err:  # the queue backs the pod off and asks again
                 failure = plugin_error("PreEnqueue", plugin, entry.info, err)
                 self._plugin_failed(entry.profile, failure)
-                return failure.status
+                status = failure.status
+                break
             if not status.ok:
-                return status
-        return SUCCESS
+                status = status.with_plugin(plugin.name)
+                break
+        self.metrics.extension_points.observe(("PreEnqueue", status.code, entry.profile), time.perf_counter() - began)
+        return status
 
     def _plugin_failed(self, profile: str, err: FrameworkError) -> None:
         self.metrics.plugin_error(profile, err.status.plugin, err.point)
@@ -495,7 +512,7 @@ class Scheduler:
         turned away (an assigned pod deleted), requeue it and report."""
         pod, node = out.pod, out.node or ""
         if profile is not None:
-            unreserve(profile.framework, out.state, pod, node)
+            unreserve(profile.framework, out.state, pod, node, self.metrics.extension_points.observe)
         self.cache.forget(pod.uid)
         rejected = status.rejected  # a Permit rejection is a rejection, anything else an error
         self.placements[pod.key] = Placement(pod.key, None, status.message)
@@ -514,7 +531,7 @@ class Scheduler:
         pod, node = out.pod, out.node or ""
         profile = self.built.profiles.get(out.queued.profile) if out.queued else None
         if where != node and profile is not None:
-            unreserve(profile.framework, out.state, pod, node)
+            unreserve(profile.framework, out.state, pod, node, self.metrics.extension_points.observe)
         if self.cache.is_assumed(pod.uid) or self.cache.pod_node(pod.uid) is None:
             obj = pod.pod
             self.cache.upsert_pod(msgspec.structs.replace(obj, spec=msgspec.structs.replace(obj.spec, node_name=where)))
@@ -539,7 +556,7 @@ class Scheduler:
         elif where is None:
             self._binding.pop(uid, None)
             if profile is not None:
-                unreserve(profile.framework, out.state, out.pod, node)
+                unreserve(profile.framework, out.state, out.pod, node, self.metrics.extension_points.observe)
             self.cache.forget(uid)
             self.queue.on_event(q.POD_DELETE, pod=out.pod)
         else:
