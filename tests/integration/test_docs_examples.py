@@ -4,6 +4,7 @@ free GPUs of real nodes. The pods set GPU limits only, as users write them: the 
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -118,7 +119,10 @@ def test_the_gpu_example_policy_behind_the_real_kube_scheduler(
         assert "2 Insufficient nvidia.com/gpu" in full["message"], full["message"]
         assert "1 node(s) didn't have GPU model a100" in full["message"], full["message"]
         assert "3 node(s) didn't have GPU model v100" in old["message"], old["message"]
-        assert f"bound {ns}/t0 to docs-a100-big" in log.read_text()
+        bound = [json.loads(line) for line in log.read_text().splitlines() if "Successfully bound" in line]
+        assert {"pod": f"{ns}/t0", "node": "docs-a100-big"}.items() <= next(
+            b for b in bound if b["pod"] == f"{ns}/t0"
+        ).items()
     finally:
         proc.terminate()
         proc.wait(10)
