@@ -29,7 +29,7 @@ from kubesched.config.parse import load_text, parse_document
 from kubesched.config.render import dump, render_config, render_legacy_policy
 from kubesched.config.validation import collect_warnings, validate
 
-GOLDEN = Path(__file__).parent.parent / "golden" / "config-extender-default.yaml"
+GOLDEN = Path(__file__).parents[2] / "golden" / "config-extender-default.yaml"
 URL = "http://kubesched-extender.kube-system.svc:8888/scheduler"
 PEM = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"
 

@@ -10,9 +10,9 @@ import pytest
 
 from kubesched.extender.app import Dispatcher
 from kubesched.http.server import HTTPServer, Limits
+from tests.unit.extender.conftest import make_service, pod
 
-from .conftest import make_service, pod
-from .test_http import exchange, post
+from .test_server import exchange, post
 
 GOOD = json.dumps({"Pod": pod(), "Nodes": None, "NodeNames": ["n-big", "n-empty"]}).encode()
 LIMITS = Limits(max_header_bytes=64 * 1024, header_timeout=0.5, body_timeout=0.5, idle_timeout=0.8, max_connections=4)

@@ -12,8 +12,7 @@ import pytest
 
 from kubesched.extender.app import Dispatcher
 from kubesched.http.server import HTTPServer
-
-from .conftest import make_service, pod
+from tests.unit.extender.conftest import make_service, pod
 
 GOOD = json.dumps({"Pod": pod(), "Nodes": None, "NodeNames": ["n-big", "n-empty"]}).encode()
 

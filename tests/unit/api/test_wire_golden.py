@@ -10,7 +10,7 @@ import pytest
 
 from kubesched.api import extender_v1 as wire
 
-GOLDEN = Path(__file__).parent.parent / "golden" / "extender"
+GOLDEN = Path(__file__).parents[2] / "golden" / "extender"
 
 
 @pytest.mark.parametrize(
