@@ -10,7 +10,7 @@ import pytest
 from kubesched.api.core import Pod
 from kubesched.cluster.cache import ClusterCache
 from kubesched.core.podinfo import compile_pod
-from tests.helpers import make_node
+from kubesched.testing.builders import make_node
 
 
 def pod(name: str, node: str = "", cpu: str = "500m", **extra: Any) -> Pod:

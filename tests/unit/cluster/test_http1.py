@@ -15,8 +15,20 @@ from kubesched.scheduler.remote.apiserver import truncate_note
 @pytest.fixture
 async def server() -> AsyncIterator[tuple[str, list[bytes]]]:
     seen: list[bytes] = []
+    handlers: set[asyncio.Task[None]] = set()
 
     async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        handlers.add(task)  # cancelled at teardown: a silent handler would otherwise outlive the test
+        try:
+            await answer(reader, writer)
+        except (asyncio.IncompleteReadError, ConnectionError):
+            pass  # the client went away
+        finally:
+            writer.close()
+
+    async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         while True:
             head = await reader.readuntil(b"\r\n\r\n") if not reader.at_eof() else b""
             if not head:
@@ -57,6 +69,9 @@ async def server() -> AsyncIterator[tuple[str, list[bytes]]]:
     port = srv.sockets[0].getsockname()[1]
     async with srv:
         yield f"http://127.0.0.1:{port}", seen
+        for task in handlers:
+            task.cancel()
+        await asyncio.gather(*handlers, return_exceptions=True)
 
 
 async def test_lengths_chunks_and_connection_close(server: tuple[str, list[bytes]]) -> None:
@@ -134,7 +149,10 @@ async def test_a_silent_server_makes_the_answer_lost_within_the_time_limit(serve
 
 async def test_a_server_that_never_completes_tls_fails_the_connect_within_the_timeout() -> None:
     async def mute(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        await asyncio.Event().wait()
+        try:
+            await reader.read()  # says nothing; ends when the client goes
+        finally:
+            writer.close()
 
     srv = await asyncio.start_server(mute, "127.0.0.1", 0)
     port = srv.sockets[0].getsockname()[1]

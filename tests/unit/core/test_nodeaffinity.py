@@ -16,7 +16,7 @@ from kubesched.core.nodeaffinity import (
     parse_int64,
     required_affinity,
 )
-from tests.helpers import make_node, make_table
+from kubesched.testing.builders import make_node, make_table
 
 # Row order: a, b, c, d.
 TABLE_NODES = [

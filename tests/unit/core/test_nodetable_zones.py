@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from kubesched.core.nodetable import NodeTable, table_of, zone_key
-from tests.helpers import make_node
+from kubesched.testing.builders import make_node
 
 ZONE = "topology.kubernetes.io/zone"
 REGION = "topology.kubernetes.io/region"

@@ -13,7 +13,7 @@ from kubesched.core.tolerations import (
     tolerated,
     tolerates,
 )
-from tests.helpers import make_node, make_table
+from kubesched.testing.builders import make_node, make_table
 
 GPU = Taint(key="gpu", value="true", effect="NoSchedule")
 

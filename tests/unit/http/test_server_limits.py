@@ -116,14 +116,17 @@ async def test_chunk_trailers_count_against_the_header_limit(patient: HTTPServer
 async def test_silent_and_slow_clients_are_closed(server: HTTPServer) -> None:
     reader, writer = await asyncio.open_connection("127.0.0.1", server.bound_port)
     assert await closed_within(reader, 5) == b""  # connected, sent nothing: closed after header_timeout
+    writer.close()
     reader, writer = await asyncio.open_connection("127.0.0.1", server.bound_port)
     writer.write(b"POST /filter HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{")
     assert await closed_within(reader, 5) == b""  # body never finished: closed after body_timeout
+    writer.close()
     reader, writer = await asyncio.open_connection("127.0.0.1", server.bound_port)
     writer.write(post(GOOD))
     assert (await reader.readuntil(b"\r\n\r\n")).startswith(b"HTTP/1.1 200")
     rest = await closed_within(reader, 5)  # the body, then closed after idle_timeout
     assert json.loads(rest)["NodeNames"] == ["n-big"]
+    writer.close()
 
 
 async def test_connections_past_the_cap_get_503(server: HTTPServer) -> None:
@@ -132,8 +135,9 @@ async def test_connections_past_the_cap_get_503(server: HTTPServer) -> None:
         if len(server.connections) == LIMITS.max_connections:
             break
         await asyncio.sleep(0.02)
-    reader, _writer = await asyncio.open_connection("127.0.0.1", server.bound_port)
+    reader, refused = await asyncio.open_connection("127.0.0.1", server.bound_port)
     answer = await closed_within(reader, 5)
+    refused.close()
     assert answer.startswith(b"HTTP/1.1 503") and b"--max-connections 4" in answer
     for _, w in held:
         w.close()

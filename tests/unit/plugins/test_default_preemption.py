@@ -20,7 +20,7 @@ from kubesched.plugins import default_profile_plugins, in_tree
 from kubesched.plugins.default_preemption import DefaultPreemption, Preemption, VictimsMap
 from kubesched.plugins.helpers.preemption_candidates import Candidate, pick_one, split_by_pdb
 from kubesched.scheduler.engine.nominator import Nominator
-from tests.helpers import batch, make_node, make_table
+from kubesched.testing.builders import batch, make_node, make_table
 
 HOST = "kubernetes.io/hostname"
 _uids = itertools.count()

@@ -8,7 +8,7 @@ import pytest
 from kubesched.api.core import Node
 from kubesched.framework.interfaces import CycleState
 from kubesched.plugins.image_locality import ImageLocality
-from tests.helpers import batch, make_pod, make_table
+from kubesched.testing.builders import batch, make_pod, make_table
 
 MB = 1024 * 1024
 

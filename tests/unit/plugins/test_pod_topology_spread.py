@@ -15,7 +15,7 @@ from kubesched.framework.status import SKIP, Code, Status
 from kubesched.plugins import in_tree
 from kubesched.plugins.helpers.spread_constraints import PodTopologySpreadArgs, round_half_away
 from kubesched.plugins.pod_topology_spread import PodTopologySpread
-from tests.helpers import batch, make_node, make_table, results
+from kubesched.testing.builders import batch, make_node, make_table, results
 
 ZONE, HOST = "topology.kubernetes.io/zone", "kubernetes.io/hostname"
 WEB, DB = {"app": "web"}, {"app": "db"}

@@ -30,7 +30,7 @@ from kubesched.scheduler.engine.scheduler import Scheduler
 from kubesched.scheduler.memory import MemoryCluster
 from kubesched.scheduler.profiles.manager import Profile, build, build_default, load_registry
 from kubesched.scheduler.remote.extenders import ExtenderSet
-from tests.helpers import make_node, make_pod
+from kubesched.testing.builders import make_node, make_pod
 
 HEAD = {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration"}
 

@@ -7,7 +7,7 @@ import pytest
 from kubesched.framework.status import SUCCESS, Status
 from kubesched.scheduler.engine import queue as q
 from kubesched.scheduler.engine.queue import ManualClock, QueuedPod, SchedulingQueue
-from tests.helpers import make_pod
+from kubesched.testing.builders import make_pod
 
 
 def names(queue: SchedulingQueue) -> list[str]:
