@@ -5,13 +5,11 @@ runs again), and a short expirationTimestamp (the plugin runs again before the n
 
 from __future__ import annotations
 
-import asyncio
 import json
 import ssl
 import subprocess
 import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +20,7 @@ import yaml
 from kubesched.cluster.kubeclient import APIError, KubeClient, from_kubeconfig
 from kubesched.testing.controlplane import TOKEN_ADMIN, ControlPlane
 from kubesched.testing.process import free_port
+from kubesched.testing.waiting import until
 
 pytestmark = pytest.mark.controlplane
 
@@ -70,14 +69,6 @@ def exec_kubeconfig(cp: ControlPlane, tmp_path: Path, token: str, *extra: str, b
 def plugin_runs(tmp_path: Path) -> int:
     runs = tmp_path / "token.runs"
     return len(runs.read_text().splitlines()) if runs.exists() else 0
-
-
-async def eventually(check: Callable[[], bool], what: str, seconds: float = 30) -> None:
-    deadline = time.monotonic() + seconds
-    while not check():
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"timed out waiting for {what}")
-        await asyncio.sleep(0.1)
 
 
 async def test_an_exec_plugin_token_lists_nodes(control_plane: ControlPlane, tmp_path: Path) -> None:
@@ -177,21 +168,21 @@ async def test_rotated_and_revoked_tokens_are_replaced_without_restart(
         # Revoked while cached: the watch gets a 401, the plugin runs again, the watch goes on.
         (tmp_path / "token").write_text(second := bound_token(cp, ns, "two"))
         cp.api("DELETE", f"/api/v1/namespaces/{ns}/secrets/one")
-        await eventually(lambda: not accepted(cp, first), "the first token revoked")
+        await until(lambda: not accepted(cp, first), "the first token revoked")
         lines = [line async for line in client.stream_lines(pods, {"watch": "1", "timeoutSeconds": "1"})]
         assert lines == [] and plugin_runs(tmp_path) == 2
 
         # Revoked again: a list (the request pool) refreshes after its 401 and succeeds.
         (tmp_path / "token").write_text(third := bound_token(cp, ns, "three"))
         cp.api("DELETE", f"/api/v1/namespaces/{ns}/secrets/two")
-        await eventually(lambda: not accepted(cp, second), "the second token revoked")
+        await until(lambda: not accepted(cp, second), "the second token revoked")
         assert json.loads(await client.request("GET", pods))["kind"] == "PodList"
         assert plugin_runs(tmp_path) == 3
 
         # A refused POST refreshes the credential but is not resent: its 401 reaches the caller.
         (tmp_path / "token").write_text("unknown-token")
         cp.api("DELETE", f"/api/v1/namespaces/{ns}/secrets/three")
-        await eventually(lambda: not accepted(cp, third), "the third token revoked")
+        await until(lambda: not accepted(cp, third), "the third token revoked")
         review = {"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"}
         with pytest.raises(APIError) as refused:
             await client.request("POST", "/apis/authentication.k8s.io/v1/selfsubjectreviews", review)
@@ -206,7 +197,7 @@ async def test_an_expiring_plugin_token_is_renewed_before_use(control_plane: Con
     try:
         await client.request("GET", "/api/v1/nodes")
         assert plugin_runs(tmp_path) == 1
-        await eventually(lambda: client.credentials.header() is None, "the credential expired", 10)
+        await until(lambda: client.credentials.header() is None, "the credential expired", within=10)
         await client.request("GET", "/api/v1/nodes")  # no 401: renewed before the request
         assert plugin_runs(tmp_path) == 2
     finally:

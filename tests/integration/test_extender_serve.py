@@ -15,8 +15,7 @@ import httpx
 import pytest
 
 from kubesched import pki
-
-from .extender_harness import free_port
+from kubesched.testing.process import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE_REQUEST = json.loads((ROOT / "examples" / "filter-request.json").read_text())

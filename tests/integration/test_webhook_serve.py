@@ -13,7 +13,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from .extender_harness import free_port
+from kubesched.testing.process import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 KUBESCHED = [sys.executable, "-m", "kubesched"]

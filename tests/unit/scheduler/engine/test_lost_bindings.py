@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable
 
 import msgspec
 import pytest
@@ -17,6 +16,7 @@ from kubesched.scheduler.engine.queue import ACTIVE, BACKOFF, UNSCHEDULABLE, Man
 from kubesched.scheduler.engine.scheduler import Scheduler
 from kubesched.scheduler.memory import MemoryCluster
 from kubesched.scheduler.profiles.manager import build_default
+from kubesched.testing.waiting import until
 
 
 def node(name: str, cpu: str = "1") -> Node:
@@ -86,13 +86,6 @@ async def settle(scheduler: Scheduler, rounds: int = 3) -> None:
             await asyncio.sleep(0)
 
 
-async def until(check: Callable[[], bool], within: float = 10.0) -> None:
-    deadline = time.monotonic() + within
-    while not check():
-        assert time.monotonic() < deadline, "timed out"
-        await asyncio.sleep(0.02)
-
-
 def uid(cluster: MemoryCluster, name: str) -> str:
     return next(u for u, p in cluster.pods.items() if p.metadata.name == name)
 
@@ -127,7 +120,7 @@ async def test_a_lost_answer_is_settled_by_reading_the_pod() -> None:
     cluster.lose.update({"applied": True, "lost": False})
     scheduler = attached(cluster)
     await settle(scheduler)
-    await until(lambda: not scheduler._uncertain)
+    await until(lambda: not scheduler._uncertain, "no binding left uncertain", within=10)
     # Read back: "applied" is on a (confirmed, reported as scheduled); "lost" is not: forgotten and retried.
     assert scheduler.cache.pod_node(uid(cluster, "applied")) == "a"
     assert reasons(cluster, "applied") == ["Scheduled"]
@@ -149,11 +142,11 @@ async def test_an_unknown_binding_stays_counted_past_the_ttl_until_the_server_an
     scheduler = attached(cluster, binding_unknown_ttl=0.2)
     await settle(scheduler)
     u = uid(cluster, "p1")
-    await until(lambda: "state unknown for 0.2s" in caplog.text)
+    await until(lambda: "state unknown for 0.2s" in caplog.text, "the unknown-state log line", within=10)
     # Past the TTL, still counted: forgetting it would hand its room to the next pod as the server returns.
     assert scheduler.cache.pod_node(u) == "a" and u in scheduler._uncertain
     cluster.readable = True  # the server answers: p1 is not bound, so it is forgotten and retried
-    await until(lambda: not scheduler._uncertain)
+    await until(lambda: not scheduler._uncertain, "no binding left uncertain", within=10)
     assert scheduler.cache.pod_node(u) is None
     entry = scheduler.queue.get(u)
     assert entry is not None and entry.where == BACKOFF
@@ -165,7 +158,7 @@ async def test_without_reads_an_unknown_binding_is_forgotten_after_the_ttl() -> 
     scheduler = attached(cluster, binding_unknown_ttl=0.3)
     await settle(scheduler)
     started = time.monotonic()
-    await until(lambda: not scheduler._uncertain)
+    await until(lambda: not scheduler._uncertain, "no binding left uncertain", within=10)
     assert time.monotonic() - started < 3
     assert scheduler.cache.pod_node(uid(cluster, "p1")) is None
     entry = scheduler.queue.get(uid(cluster, "p1"))
