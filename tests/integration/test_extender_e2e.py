@@ -106,7 +106,7 @@ def test_bind_verb_makes_the_extender_bind(
 
 
 def _priority_class(cp: ControlPlane, name: str, value: int) -> None:
-    if cp._get_or_none(f"/apis/scheduling.k8s.io/v1/priorityclasses/{name}") is None:
+    if cp.get_or_none(f"/apis/scheduling.k8s.io/v1/priorityclasses/{name}") is None:
         cp.api(
             "POST",
             "/apis/scheduling.k8s.io/v1/priorityclasses",
@@ -149,7 +149,7 @@ def test_preemption_consults_the_extender(
             what="high to be nominated to e2e-big",
         )
         assert extender.metric("kubesched_extender_requests_total", verb="preempt", code="200") > before
-        victim = cp._get_or_none(f"{path}/low-e2e-big")
+        victim = cp.get_or_none(f"{path}/low-e2e-big")
         assert victim is None or victim["metadata"].get("deletionTimestamp"), "the victim was not evicted"
         for spared in ("low-e2e-small", "low-e2e-nolabel"):
             assert not cp.api("GET", f"{path}/{spared}")["metadata"].get("deletionTimestamp"), spared
