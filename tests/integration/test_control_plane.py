@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 from kubesched.testing import build
+from kubesched.testing.builders import pod_manifest
 from kubesched.testing.controlplane import ApiError, ControlPlane
 from kubesched.testing.kubeconfig import client_from_kubeconfig
 from kubesched.testing.process import port_open
@@ -34,18 +35,8 @@ MINIMAL_SCHEDULER = {
 
 
 def _pod(name: str, node: str, cpu: str = "100m") -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": name},
-        "spec": {
-            # Pinned by label so pods of other tests' nodes do not matter.
-            "nodeSelector": {"kubernetes.io/hostname": node},
-            "containers": [
-                {"name": "c", "image": "registry.k8s.io/pause:3.10", "resources": {"requests": {"cpu": cpu}}}
-            ],
-        },
-    }
+    # Pinned by label so pods of other tests' nodes do not matter.
+    return pod_manifest(name, requests={"cpu": cpu}, nodeSelector={"kubernetes.io/hostname": node})
 
 
 @pytest.fixture

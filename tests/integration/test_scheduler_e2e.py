@@ -20,6 +20,7 @@ import httpx
 import pytest
 import yaml
 
+from kubesched.testing.builders import pod_manifest
 from kubesched.testing.controlplane import ApiError, ControlPlane
 from kubesched.testing.process import free_port
 from kubesched.testing.waiting import wait_until
@@ -182,14 +183,7 @@ def nodes(cp: ControlPlane, run: Run, specs: dict[str, dict[str, Any]]) -> Itera
 def pod(
     name: str, scheduler: str, cpu: str = "100m", *, priority_class: str | None = None, **spec: Any
 ) -> dict[str, Any]:
-    body: dict[str, Any] = {
-        "schedulerName": scheduler,
-        "containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10", "resources": {"requests": {"cpu": cpu}}}],
-        **spec,
-    }
-    if priority_class:
-        body["priorityClassName"] = priority_class
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name}, "spec": body}
+    return pod_manifest(name, scheduler=scheduler, requests={"cpu": cpu}, priority_class=priority_class, **spec)
 
 
 def create(cp: ControlPlane, ns: str, *pods: dict[str, Any]) -> None:

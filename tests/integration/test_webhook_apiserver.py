@@ -18,6 +18,7 @@ from typing import Any
 import httpx
 import pytest
 
+from kubesched.testing.builders import pod_manifest
 from kubesched.testing.controlplane import ApiError, ControlPlane
 from kubesched.testing.waiting import wait_until
 
@@ -53,12 +54,7 @@ rules:
 
 
 def pod(name: str, *, labels: dict[str, str] | None = None, **spec: Any) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": name, "labels": labels or {}},
-        "spec": {"containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10"}], **spec},
-    }
+    return pod_manifest(name, labels=labels or {}, **spec)
 
 
 def hook(name: str, url: str, ca: Path, selector: dict[str, str], failure_policy: str = "Fail") -> dict[str, Any]:
