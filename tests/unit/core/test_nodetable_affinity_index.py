@@ -4,22 +4,18 @@ from __future__ import annotations
 
 from typing import Any
 
-import msgspec
-
-from kubesched.api.core import Node, Pod
 from kubesched.core.nodetable import table_of
-from kubesched.core.podinfo import compile_pod
+from kubesched.testing.builders import make_node, make_pod
 
 TERM = {"labelSelector": {"matchLabels": {"app": "x"}}, "topologyKey": "kubernetes.io/hostname"}
 
 
 def pod(uid: str, affinity: dict[str, Any] | None = None) -> Any:
-    spec: dict[str, Any] = {"affinity": affinity} if affinity else {}
-    return compile_pod(msgspec.convert({"metadata": {"name": uid, "uid": uid}, "spec": spec}, Pod))
+    return make_pod(uid, uid=uid, **({"affinity": affinity} if affinity else {}))
 
 
 def test_index_follows_pods_and_nodes() -> None:
-    table = table_of([msgspec.convert({"metadata": {"name": n}}, Node) for n in ("a", "b")])
+    table = table_of([make_node(n) for n in ("a", "b")])
     table.add_pod(0, pod("plain"))
     table.add_pod(0, pod("aff", {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [TERM]}}))
     table.add_pod(1, pod("anti", {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [TERM]}}))

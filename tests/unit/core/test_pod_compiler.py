@@ -2,22 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Any
-
-import msgspec
-
 from kubesched.api.core import Pod
 from kubesched.core.podinfo import PodCompiler, compile_pod
 from kubesched.framework.interfaces import Handle
 from kubesched.scheduler.profiles.manager import build_default
+from kubesched.testing.builders import make_pod_object
 
 
 def pod(name: str, *, labels: dict[str, str] | None = None, namespace: str = "ns", cpu: str = "100m") -> Pod:
-    body: dict[str, Any] = {
-        "metadata": {"name": name, "namespace": namespace, "uid": f"uid-{name}", "labels": labels or {"app": "a"}},
-        "spec": {"containers": [{"name": "c", "image": "img", "resources": {"requests": {"cpu": cpu}}}]},
-    }
-    return msgspec.convert(body, Pod)
+    return make_pod_object(name, namespace=namespace, labels=labels or {"app": "a"}, requests={"cpu": cpu}, image="img")
 
 
 def test_pods_of_one_spec_share_their_compiled_spec_but_keep_their_identity() -> None:

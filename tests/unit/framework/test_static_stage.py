@@ -5,28 +5,24 @@ from __future__ import annotations
 
 from typing import Any
 
-import msgspec
 import numpy as np
 
-from kubesched.api.core import Node, Pod
+from kubesched.api.core import Node
 from kubesched.core.nodetable import table_of
-from kubesched.core.podinfo import compile_pod
 from kubesched.framework.interfaces import CycleState, NodeBatch
 from kubesched.framework.profile import PluginRef, ProfileSpec
 from kubesched.framework.runtime import Framework
 from kubesched.plugins import in_tree
 from kubesched.plugins.required_label import RequiredLabel
+from kubesched.testing.builders import make_node, make_pod
 
 
 def node(name: str, labels: dict[str, str], *, cordoned: bool = False) -> Node:
-    raw: dict[str, Any] = {"metadata": {"name": name, "labels": labels}, "status": {"allocatable": {"pods": "10"}}}
-    if cordoned:
-        raw["spec"] = {"unschedulable": True}
-    return msgspec.convert(raw, Node)
+    return make_node(name, alloc={"pods": "10"}, labels=labels, unschedulable=cordoned)
 
 
 def pod(uid: str, **spec: Any) -> Any:
-    return compile_pod(msgspec.convert({"metadata": {"name": uid, "uid": uid}, "spec": spec}, Pod))
+    return make_pod(uid, uid=uid, **spec)
 
 
 def framework() -> Framework:

@@ -6,7 +6,6 @@ import asyncio
 from collections.abc import Coroutine
 from typing import Any
 
-import msgspec
 import pytest
 
 from kubesched.api.core import Node, Pod
@@ -17,15 +16,15 @@ from kubesched.scheduler.engine.queue import ManualClock
 from kubesched.scheduler.engine.scheduler import Scheduler
 from kubesched.scheduler.memory import MemoryCluster, run_until_settled
 from kubesched.scheduler.profiles.manager import build_default
+from kubesched.testing.builders import make_node, make_pod_object
 
 
 def node(name: str, cpu: str = "2") -> Node:
-    return msgspec.convert({"metadata": {"name": name}, "status": {"allocatable": {"cpu": cpu, "pods": "10"}}}, Node)
+    return make_node(name, alloc={"cpu": cpu, "pods": "10"})
 
 
 def pod(name: str, cpu: str = "1") -> Pod:
-    spec = {"containers": [{"name": "c", "resources": {"requests": {"cpu": cpu}}}]}
-    return msgspec.convert({"metadata": {"name": name, "namespace": "ns"}, "spec": spec}, Pod)
+    return make_pod_object(name, namespace="ns", uid="", requests={"cpu": cpu})
 
 
 def attached(cluster: MemoryCluster) -> Scheduler:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import msgspec
 
 from kubesched.api.core import Node, Pod
@@ -13,18 +11,15 @@ from kubesched.scheduler.engine.queue import ManualClock
 from kubesched.scheduler.engine.scheduler import Scheduler
 from kubesched.scheduler.memory import MemoryCluster, run_until_settled
 from kubesched.scheduler.profiles.manager import build_default
+from kubesched.testing.builders import make_node, make_pod_object
 
 
 def node(name: str, cpu: str, taints: list[dict[str, str]] | None = None) -> Node:
-    body: dict[str, Any] = {"metadata": {"name": name}, "status": {"allocatable": {"cpu": cpu, "pods": "10"}}}
-    if taints:
-        body["spec"] = {"taints": taints}
-    return msgspec.convert(body, Node)
+    return make_node(name, alloc={"cpu": cpu, "pods": "10"}, taints=taints or ())
 
 
 def pod(name: str, cpu: str) -> Pod:
-    spec = {"containers": [{"name": "c", "resources": {"requests": {"cpu": cpu}}}]}
-    return msgspec.convert({"metadata": {"name": name, "namespace": "ns", "uid": name}, "spec": spec}, Pod)
+    return make_pod_object(name, namespace="ns", uid=name, requests={"cpu": cpu})
 
 
 async def parked(nodes: list[Node], pods: list[Pod]) -> tuple[Scheduler, ManualClock]:

@@ -16,16 +16,16 @@ from kubesched.scheduler.engine.queue import ACTIVE, BACKOFF, UNSCHEDULABLE, Man
 from kubesched.scheduler.engine.scheduler import Scheduler
 from kubesched.scheduler.memory import MemoryCluster
 from kubesched.scheduler.profiles.manager import build_default
+from kubesched.testing.builders import make_node, make_pod_object
 from kubesched.testing.waiting import until
 
 
 def node(name: str, cpu: str = "1") -> Node:
-    return msgspec.convert({"metadata": {"name": name}, "status": {"allocatable": {"cpu": cpu, "pods": "10"}}}, Node)
+    return make_node(name, alloc={"cpu": cpu, "pods": "10"})
 
 
 def pod(name: str, cpu: str = "1", priority: int = 0) -> Pod:
-    spec = {"containers": [{"name": "c", "resources": {"requests": {"cpu": cpu}}}], "priority": priority}
-    return msgspec.convert({"metadata": {"name": name, "namespace": "ns"}, "spec": spec}, Pod)
+    return make_pod_object(name, namespace="ns", uid="", requests={"cpu": cpu}, priority=priority)
 
 
 class LossyCluster(MemoryCluster):

@@ -6,7 +6,6 @@ import logging
 from collections.abc import Callable
 from typing import Any, ClassVar
 
-import msgspec
 import numpy as np
 import pytest
 
@@ -39,6 +38,7 @@ from kubesched.scheduler.engine.queue import BACKOFF, ManualClock
 from kubesched.scheduler.engine.scheduler import Scheduler
 from kubesched.scheduler.memory import MemoryCluster
 from kubesched.scheduler.profiles.manager import Built, build
+from kubesched.testing.builders import make_node, make_pod_object
 
 HEAD = {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration"}
 
@@ -119,13 +119,12 @@ class Boom(
 
 
 def node(name: str) -> Node:
-    return msgspec.convert({"metadata": {"name": name}, "status": {"allocatable": {"cpu": "4", "pods": "10"}}}, Node)
+    return make_node(name, alloc={"cpu": "4", "pods": "10"})
 
 
 def pod(name: str, bad: bool = False, cpu: str = "100m") -> Pod:
-    spec = {"containers": [{"name": "c", "resources": {"requests": {"cpu": cpu}}}]}
-    meta = {"name": name, "namespace": "ns", "labels": {"bad": "yes"} if bad else {}}
-    return msgspec.convert({"metadata": meta, "spec": spec}, Pod)
+    labels = {"bad": "yes"} if bad else {}
+    return make_pod_object(name, namespace="ns", uid="", labels=labels, requests={"cpu": cpu})
 
 
 def builder(plugin: type[Boom], bind_first: bool = False) -> Callable[[Callable[[str], Handle]], Built]:
