@@ -124,6 +124,7 @@ def make_pod(name: str = "p", **kw: Any) -> PodInfo:
 def pod_manifest(
     name: str,
     *,
+    namespace: str | None = None,
     scheduler: str | None = None,
     labels: Mapping[str, str] | None = None,
     requests: Quantities | None = None,
@@ -132,13 +133,16 @@ def pod_manifest(
     image: str = PAUSE_IMAGE,
     **spec: Any,
 ) -> dict[str, Any]:
-    """A pod to create on a real API server: one pause container "c", no namespace or uid (the server's)."""
+    """A pod as clients send it to the API server: one pause container "c", no uid; ``namespace`` only when
+    given (a POST takes it from the URL)."""
     body: dict[str, Any] = {"containers": [_container(requests, limits, image, ())], **spec}
     if scheduler is not None:
         body["schedulerName"] = scheduler
     if priority_class is not None:
         body["priorityClassName"] = priority_class
     metadata: dict[str, Any] = {"name": name}
+    if namespace is not None:
+        metadata["namespace"] = namespace
     if labels is not None:
         metadata["labels"] = dict(labels)
     return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": body}
