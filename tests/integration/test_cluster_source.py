@@ -109,7 +109,7 @@ async def test_survives_watches_the_server_ends(control_plane: ControlPlane) -> 
     cp = control_plane
     # A 1 s server-side timeout: the API server closes every watch almost at once.
     async with running_source(cp.admin_kubeconfig, watch_timeout=1) as (cache, source):
-        await asyncio.sleep(2.5)
+        await until(lambda: source.nodes.watches >= 3, "two watches ended by the server and resumed", within=20)
         await asyncio.to_thread(cp.create_node, "src-late", allocatable={"cpu": "1", "pods": "10"})
         try:
             await until(lambda: "src-late" in cache.table.index, "a node added after several ended watches")

@@ -11,29 +11,18 @@ from __future__ import annotations
 import json
 import signal
 import time
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import httpx
 import pytest
 
 from kubesched.testing.controlplane import ControlPlane
 from kubesched.testing.faultproxy import FaultProxy
+from kubesched.testing.waiting import wait_until
 
 from .extender_harness import Extender, grant_extender_rbac
 
 pytestmark = pytest.mark.controlplane
-
-
-def _wait(what: str, predicate: Callable[[], Any], timeout: float) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.2)
-    raise TimeoutError(f"timed out after {timeout:g}s waiting for {what}")
 
 
 def _passes(ext: Extender, node: str) -> bool:
@@ -70,7 +59,7 @@ def test_the_extender_catches_up_within_30s_after_its_link_went_silent(
             time.sleep(15)  # 20 s of silence in all: longer than a watch's own server-side timeout
             proxy.heal()
             started = time.monotonic()
-            _wait("the node added during the silence", lambda: _passes(ext, name), timeout=30)
+            wait_until(lambda: _passes(ext, name), "the node added during the silence", within=30)
             print(f"caught up {time.monotonic() - started:.1f}s after the link came back")
         finally:
             ext.stop()

@@ -13,6 +13,7 @@ import pytest
 
 from kubesched.testing.controlplane import ApiError, ControlPlane
 from kubesched.testing.faultproxy import FaultProxy
+from kubesched.testing.waiting import wait_until
 
 from .extender_harness import RES, Extender, generated_config, grant_extender_rbac, make_pod, pod_condition, scheduler
 from .test_apiserver_faults import proxied_kubeconfig
@@ -25,10 +26,7 @@ HUGE_FORMS = ("1e9999999", "1e999", "1e30", "8Ei")  # the hostile quantity, else
 def wait(check: Callable[[], object], what: str, timeout: float = 60) -> float:
     """Seconds until ``check()`` is truthy."""
     start = time.monotonic()
-    while not check():
-        if time.monotonic() - start > timeout:
-            raise TimeoutError(what)
-        time.sleep(0.2)
+    wait_until(check, what, within=timeout, interval=0.2)
     return time.monotonic() - start
 
 

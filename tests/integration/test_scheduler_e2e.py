@@ -9,7 +9,6 @@ from __future__ import annotations
 import contextlib
 import subprocess
 import sys
-import time
 import uuid
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -361,7 +360,9 @@ def test_scheduling_gates_hold_a_pod_until_removed(
     with nodes(cp, run, {"a": {}}), running(cp, tmp_path, run.config()) as sched:
         create(cp, ns, pod("gated", run.scheduler, schedulingGates=[{"name": "example.com/wait"}]))
         wait_until(lambda: sched.metric("scheduler_pending_pods", queue="gated") == 1, "the pod gated")
-        time.sleep(1)
+        # A pod created later is scheduled: the scheduler is past the gated one, which must still wait.
+        create(cp, ns, pod("after", run.scheduler))
+        wait_until(lambda: node_of(cp, ns, "after"), "a later pod bound")
         assert node_of(cp, ns, "gated") is None
         cp.api("PATCH", f"/api/v1/namespaces/{ns}/pods/gated", {"spec": {"schedulingGates": None}})
         assert wait_until(lambda: node_of(cp, ns, "gated"), "gated pod bound") == run.node("a")
@@ -479,7 +480,9 @@ def test_a_config_change_is_applied_while_running_and_a_bad_one_refused(
     other = f"{run.scheduler}-b"
     with nodes(cp, run, {"a": {}}), running(cp, tmp_path, run.config()) as sched:
         create(cp, ns, pod("for-b", other))
-        time.sleep(1)
+        # A pod of the running profile, created later, is scheduled: the scheduler has seen for-b by then.
+        create(cp, ns, pod("first-a", run.scheduler))
+        wait_until(lambda: node_of(cp, ns, "first-a"), "a later pod of the running profile bound")
         assert node_of(cp, ns, "for-b") is None  # no profile of that name yet
         # Bad: refused, with its errors in the log; the running configuration stays.
         bad = run.config(
