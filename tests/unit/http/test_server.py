@@ -12,6 +12,7 @@ import pytest
 
 from kubesched.extender.app import Dispatcher
 from kubesched.http.server import HTTPServer
+from kubesched.testing.waiting import until
 from tests.unit.extender.conftest import make_service, pod
 
 GOOD = json.dumps({"Pod": pod(), "Nodes": None, "NodeNames": ["n-big", "n-empty"]}).encode()
@@ -101,13 +102,23 @@ async def test_shutdown_waits_for_requests_in_flight() -> None:
     reader, writer = await asyncio.open_connection("127.0.0.1", port)
     writer.write(post(GOOD)[:-5])  # a request half sent
     await writer.drain()
-    await asyncio.sleep(0.05)
+    await until(lambda: any(not c.idle for c in srv.connections), "the server reading the request")
     stopping = asyncio.create_task(srv.shutdown(grace=5))
-    await asyncio.sleep(0.1)
-    assert not stopping.done()
+
+    async def refused() -> bool:
+        try:
+            _, probe = await asyncio.open_connection("127.0.0.1", port)
+        except OSError:
+            return True
+        probe.close()
+        return False
+
+    await until(refused, "the listener closed")
+    assert not stopping.done()  # shutting down (no new connections), and waiting for the request in flight
     writer.write(post(GOOD)[-5:])
     await writer.drain()
     assert (await reader.readline()).startswith(b"HTTP/1.1 200")
     await asyncio.wait_for(stopping, 5)
+    writer.close()
     with pytest.raises(OSError):
         await asyncio.open_connection("127.0.0.1", port)
