@@ -75,7 +75,8 @@ class Extender:
             "--log-format",
             "text",
         ]
-        self.proc = subprocess.Popen(cmd, stdout=self.log.open("ab"), stderr=subprocess.STDOUT)
+        with self.log.open("ab") as out:  # the child keeps its own copy of the descriptor
+            self.proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT)
         proc = self.proc
 
         def alive() -> None:

@@ -111,7 +111,8 @@ class SchedulerProcess:
             "--log-format",
             "text",
         ]
-        self.proc = subprocess.Popen(cmd, stdout=self.log.open("ab"), stderr=subprocess.STDOUT)
+        with self.log.open("ab") as out:  # the child keeps its own copy of the descriptor
+            self.proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT)
 
         def ready() -> bool:
             if self.proc is not None and self.proc.poll() is not None:

@@ -91,7 +91,8 @@ def test_without_a_config_the_live_scheduler_serves_kubesched_beside_kube_schedu
     cmd += ["--listen", f"127.0.0.1:{port}", "--log-format", "text"]
     confine = {"nodeSelector": {RUN_LABEL: run.id}}
     with nodes(cp, run, {"a": {"allocatable": {"cpu": "8", "memory": "8Gi", "pods": "110"}}}):
-        proc = subprocess.Popen(cmd, stdout=log.open("ab"), stderr=subprocess.STDOUT)
+        with log.open("ab") as out:  # the child keeps its own copy of the descriptor
+            proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT)
         try:
             plain = [pod(f"plain-{i}", "default-scheduler", **confine) for i in range(3)]
             ours = [pod(f"ours-{i}", "kubesched", **confine) for i in range(3)]

@@ -10,6 +10,7 @@ import pytest
 
 from kubesched.cluster.http1 import AnswerLost, Fenced, Pool, TransportError
 from kubesched.scheduler.remote.apiserver import truncate_note
+from kubesched.testing.waiting import until
 
 
 @pytest.fixture
@@ -115,7 +116,7 @@ async def test_a_kept_connection_the_server_closed_is_dropped_before_sending(ser
     url, seen = server
     pool = Pool(url, True, {}, size=1)
     assert (await pool.request("GET", "/bye"))[0] == 200
-    await asyncio.sleep(0.05)  # the server's FIN arrives: the reader is at EOF
+    await until(lambda: pool._idle and pool._idle[0].reader.at_eof(), "the server's FIN on the kept connection")
     assert await pool.request("POST", "/x", b"{}") == (409, b"nope!!!")  # on a new connection, sent once
     assert pool.opened == 2
     assert [line for line in seen if line.startswith(b"POST")] == [b"POST /x HTTP/1.1 {}"]
@@ -128,7 +129,7 @@ async def test_idle_connections_older_than_the_idle_timeout_are_not_reused(serve
     await pool.request("GET", "/x")
     await pool.request("GET", "/x")
     assert pool.opened == 1
-    await asyncio.sleep(0.1)
+    await asyncio.sleep(0.1)  # the behaviour under test: time passing beyond the idle timeout
     await pool.request("GET", "/x")
     assert pool.opened == 2
     await pool.aclose()
@@ -176,10 +177,10 @@ async def test_a_closed_gate_sends_nothing(server: tuple[str, list[bytes]]) -> N
 
 
 async def test_aclose_is_bounded_with_a_request_stuck_on_a_silent_connection(server: tuple[str, list[bytes]]) -> None:
-    url, _ = server
+    url, seen = server
     pool = Pool(url, True, {}, size=1, timeout=60)
     stuck = asyncio.create_task(pool.request("POST", "/silent", b"{}"))
-    await asyncio.sleep(0.1)
+    await until(lambda: any(line.startswith(b"POST /silent") for line in seen), "the request at the server")
     async with asyncio.timeout(2):
         await pool.aclose()
         with pytest.raises(AnswerLost):
