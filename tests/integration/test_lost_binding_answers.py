@@ -97,7 +97,7 @@ async def test_a_lost_binding_answer_keeps_the_node_counted_and_is_never_resent(
             while time.monotonic() < lost + OUTAGE:
                 assert not node_of(cp, ns, "b"), "B bound on A's room while A's binding was unknown"
                 assert scheduler.cache.pod_node(uid["a"]) == node  # A still counted on its node
-                await asyncio.sleep(0.2)
+                await asyncio.sleep(0.2)  # the outage's length is the behaviour: checked all along
             assert any("kept on the node until its state is known" in r.getMessage() for r in caplog.records)
             assert sent.count(("POST", binding_a)) == 1
             assert not any(p.endswith("/pods/b/binding") for _, p in sent)

@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from kubesched.testing.waiting import until
+
 from .test_webhook_serve import Webhook, review, start_webhook
 
 CONFIG = "rules:\n- requireLabel: {schedulerName: kubesched, label: custom}\n"
@@ -113,15 +115,14 @@ async def test_connections_past_the_cap_get_503(hook: Webhook) -> None:
     assert status == 503 and b"--max-connections 4" in body
     for _, writer in held:
         writer.close()
-    for _ in range(50):  # closed connections free their slots
+
+    async def served() -> bool:
         try:
-            if await judged(hook):
-                break
+            return bool(await judged(hook))
         except (ConnectionError, ssl.SSLError, asyncio.IncompleteReadError, ValueError, IndexError):
-            pass
-        await asyncio.sleep(0.1)
-    else:
-        pytest.fail("the webhook did not accept connections again")
+            return False
+
+    await until(served, "the webhook accepting connections again (closed ones free their slots)", within=10)
 
 
 async def test_head_sends_no_body(hook: Webhook) -> None:
