@@ -159,3 +159,9 @@ def pod_condition(cp: ControlPlane, ns: str, name: str, timeout: float = 30) -> 
         return None
 
     return wait_until(unschedulable, f"pod {ns}/{name} to have PodScheduled=False", within=timeout, interval=0.2)
+
+
+def failed_attempts(sched: KubeScheduler, ns: str, name: str) -> int:
+    """How often kube-scheduler logged an error scheduling the pod (each is one attempt)."""
+    lines = sched.tail(1000).splitlines()
+    return sum("Error scheduling pod; retrying" in line and f'pod="{ns}/{name}"' in line for line in lines)

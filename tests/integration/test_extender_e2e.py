@@ -9,10 +9,18 @@ import httpx
 import pytest
 
 from kubesched.testing.controlplane import ControlPlane
-from kubesched.testing.scheduler import KubeScheduler
 from kubesched.testing.waiting import wait_until
 
-from .extender_harness import RES, Extender, generated_config, grant_extender_rbac, make_pod, pod_condition, scheduler
+from .extender_harness import (
+    RES,
+    Extender,
+    failed_attempts,
+    generated_config,
+    grant_extender_rbac,
+    make_pod,
+    pod_condition,
+    scheduler,
+)
 
 pytestmark = pytest.mark.controlplane
 
@@ -150,12 +158,6 @@ def test_preemption_consults_the_extender(
         if victim is not None:
             cp.api("DELETE", f"{path}/low-e2e-big", params={"gracePeriodSeconds": "0"})
         assert cp.wait_pod_bound(kube_namespace, "high") == "e2e-big"
-
-
-def failed_attempts(sched: KubeScheduler, ns: str, name: str) -> int:
-    """How often kube-scheduler logged an error scheduling the pod (each is one attempt)."""
-    lines = sched.tail(1000).splitlines()
-    return sum("Error scheduling pod; retrying" in line and f'pod="{ns}/{name}"' in line for line in lines)
 
 
 @pytest.mark.parametrize("ignorable", [True, False], ids=["ignorable", "not-ignorable"])

@@ -10,6 +10,7 @@ import pytest
 
 from kubesched.extender.app import Dispatcher
 from kubesched.http.server import HTTPServer, Limits
+from kubesched.testing.waiting import until
 from tests.unit.extender.conftest import make_service, pod
 
 from .test_server import exchange, post
@@ -107,7 +108,7 @@ async def test_chunk_trailers_count_against_the_header_limit(patient: HTTPServer
             await writer.drain()
         except ConnectionError:
             break
-        await asyncio.sleep(0.01)
+        await asyncio.sleep(0.01)  # a slow sender is the behaviour under test
     got = await asyncio.wait_for(answer, 5)
     assert got.startswith(b"HTTP/1.1 431") and b"trailers" in got
     writer.close()
@@ -131,10 +132,7 @@ async def test_silent_and_slow_clients_are_closed(server: HTTPServer) -> None:
 
 async def test_connections_past_the_cap_get_503(server: HTTPServer) -> None:
     held = [await asyncio.open_connection("127.0.0.1", server.bound_port) for _ in range(LIMITS.max_connections)]
-    for _ in range(100):  # wait until the server has accepted them
-        if len(server.connections) == LIMITS.max_connections:
-            break
-        await asyncio.sleep(0.02)
+    await until(lambda: len(server.connections) == LIMITS.max_connections, "the server accepting them", within=2)
     reader, refused = await asyncio.open_connection("127.0.0.1", server.bound_port)
     answer = await closed_within(reader, 5)
     refused.close()
@@ -146,9 +144,4 @@ async def test_connections_past_the_cap_get_503(server: HTTPServer) -> None:
         answers = await exchange(server.bound_port, post(GOOD))
         return bool(answers) and answers[0][0] == 200
 
-    for _ in range(50):  # closed connections free their slots
-        if await served():
-            break
-        await asyncio.sleep(0.05)
-    else:
-        pytest.fail("the server did not accept connections again")
+    await until(served, "the server accepting connections again (closed ones free their slots)", within=5)

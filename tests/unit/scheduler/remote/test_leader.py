@@ -12,6 +12,7 @@ import pytest
 from kubesched.cluster.kubeclient import APIError
 from kubesched.config.profiles import LeaderElectionConfig
 from kubesched.scheduler.remote.leader import LeaderElector, LeadershipLost
+from kubesched.testing.waiting import until
 
 CONFIG = LeaderElectionConfig(lease_duration=1.0, renew_deadline=0.6, retry_period=0.1, resource_name="l")
 
@@ -49,17 +50,14 @@ async def test_renewals_stuck_on_a_silent_connection_lose_the_lease_within_the_d
     await elector.acquire()
     assert elector.may_act()
     keep = asyncio.create_task(elector.keep())
-    async with asyncio.timeout(5):
-        while server.puts < 2:  # noqa: ASYNC110 - a counter of the fake server, nothing to wait on
-            await asyncio.sleep(0.01)
+    await until(lambda: server.puts >= 2, "two renewals", within=5, interval=0.01)
     assert elector.may_act()
     server.silent = True
     silenced = time.monotonic()
     # Before: the renewal waited on the silent connection for ever and the leader never stepped down.
+    await until(lambda: not elector.may_act(), "the leader fenced", within=3, interval=0.01)
+    fenced_after = time.monotonic() - silenced
     async with asyncio.timeout(3):
-        while elector.may_act():  # noqa: ASYNC110 - may_act() is a clock reading: nothing to wait on
-            await asyncio.sleep(0.01)
-        fenced_after = time.monotonic() - silenced
         with pytest.raises(LeadershipLost):
             await keep
     lost_after = time.monotonic() - silenced
