@@ -153,7 +153,8 @@ def test_dev_cluster_up_subprocess(control_plane_binaries: build.Binaries) -> No
     )
     lines: queue.Queue[str] = queue.Queue()
     seen: list[str] = []
-    threading.Thread(target=_read_lines, args=(proc.stdout, lines), daemon=True).start()
+    reader = threading.Thread(target=_read_lines, args=(proc.stdout, lines), daemon=True)
+    reader.start()
     try:
         etcd_port = int(_wait_line(lines, seen, r"etcd http://127\.0\.0\.1:(\d+)", 180).group(1))
         api_port = int(_wait_line(lines, seen, r"kube-apiserver https://127\.0\.0\.1:(\d+)", 180).group(1))
@@ -172,6 +173,9 @@ def test_dev_cluster_up_subprocess(control_plane_binaries: build.Binaries) -> No
         if proc.poll() is None:
             proc.kill()  # its children die with it (PR_SET_PDEATHSIG)
             proc.wait()
+        reader.join(10)  # it stops at the end of the output
+        if proc.stdout is not None:
+            proc.stdout.close()
 
 
 FAILING_SUITE = """

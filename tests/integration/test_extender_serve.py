@@ -53,7 +53,8 @@ def example_server() -> Iterator[str]:
         yield url
     finally:
         proc.terminate()
-        assert proc.wait(10) == 0
+        proc.communicate(timeout=10)  # reaps it and closes its output pipe
+        assert proc.returncode == 0
 
 
 def test_example_file_serves_the_policy(example_server: str) -> None:
@@ -115,7 +116,7 @@ def test_https_with_client_certificates(tmp_path: Path) -> None:
             httpx.post(f"http://127.0.0.1:{port}/filter", json=EXAMPLE_REQUEST)
     finally:
         proc.terminate()
-        proc.wait(10)
+        proc.communicate(timeout=10)  # reaps it and closes its output pipe
 
 
 @pytest.mark.parametrize(
