@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import socket
 import subprocess
 import sys
 import tempfile
@@ -24,6 +23,7 @@ import httpx
 import yaml
 
 from kubesched.testing.controlplane import ControlPlane
+from kubesched.testing.process import free_port
 
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 
@@ -76,13 +76,6 @@ def scheduled(url: str, profile: str) -> float:
         if line.startswith("scheduler_schedule_attempts_total{") and 'result="scheduled"' in line and profile in line:
             return float(line.rsplit(" ", 1)[1])
     return 0.0
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 def measure(cp: ControlPlane, which: str, n_pods: int, workdir: Path, batching: bool = True) -> dict[str, float]:

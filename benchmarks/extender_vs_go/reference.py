@@ -15,7 +15,6 @@ import hashlib
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -70,13 +69,6 @@ def build_go() -> Path:
             raise BenchError(f"go build in {GOEXT} failed (exit {proc.returncode}):\n{proc.stdout}{proc.stderr}")
         tmp.rename(binary)
     return binary
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 def post(port: int, verb: str, body: bytes, timeout: float = 120) -> tuple[int, Any]:

@@ -30,6 +30,8 @@ import payloads
 import reference
 from reference import BenchError, Server
 
+from kubesched.testing.process import free_port
+
 # case, go req/s, py req/s, py/go, go p50, py p50, go p99, py p99 (ms), same answers
 Row = tuple[str, float, float, float, float, float, float, float, bool]
 
@@ -75,7 +77,7 @@ def wrk(port: int, verb: str, body: Path, seconds: int) -> tuple[float, float, f
 def bench_count(n: int, work: Path, binary: Path, seconds: int, template: str | None) -> tuple[list[Row], int]:
     """Check and time one node count; the table rows and the number of differing answers."""
     nodes_file = work / f"nodes-{n}.json"
-    go_port, py_port = reference.free_port(), reference.free_port()
+    go_port, py_port = free_port(), free_port()
     pin = ["taskset", "-c", "0"]
     go = Server(
         "the Go reference",

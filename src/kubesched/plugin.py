@@ -2,7 +2,7 @@
 
 A plain list of re-exports (httpx's curated ``__all__``): the extension points' base classes, in batch
 and per-node form, the result vocabulary, the node and pod views, and what a policy is made of.
-``tests/unit/test_plugin_api.py`` pins ``__all__``: adding or removing a name is a visible change.
+``tests/unit/test_plugin.py`` pins ``__all__``: adding or removing a name is a visible change.
 Anything not listed here may change between releases; see docs/plugins.md.
 """
 

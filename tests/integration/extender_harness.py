@@ -5,16 +5,17 @@ from __future__ import annotations
 import contextlib
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
 
+from kubesched.testing.builders import pod_manifest
 from kubesched.testing.controlplane import ControlPlane
 from kubesched.testing.process import free_port
 from kubesched.testing.scheduler import KubeScheduler
+from kubesched.testing.waiting import WaitTimeout, wait_until
 
 RES = "example.com/custom-resource"
 EXTENDER_USER = "kubesched-extender"
@@ -39,7 +40,7 @@ def grant_extender_rbac(cp: ControlPlane) -> Path:
         "subjects": [{"kind": "User", "apiGroup": "rbac.authorization.k8s.io", "name": EXTENDER_USER}],
     }
     for path, obj in (("clusterroles", role), ("clusterrolebindings", binding)):
-        if cp._get_or_none(f"/apis/rbac.authorization.k8s.io/v1/{path}/{EXTENDER_USER}") is None:
+        if cp.get_or_none(f"/apis/rbac.authorization.k8s.io/v1/{path}/{EXTENDER_USER}") is None:
             cp.api("POST", f"/apis/rbac.authorization.k8s.io/v1/{path}", obj)
     return cp.kubeconfig(EXTENDER_USER)
 
@@ -74,16 +75,24 @@ class Extender:
             "--log-format",
             "text",
         ]
-        self.proc = subprocess.Popen(cmd, stdout=self.log.open("ab"), stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"extender exited {self.proc.returncode}:\n{self.log.read_text()[-3000:]}")
+        with self.log.open("ab") as out:  # the child keeps its own copy of the descriptor
+            self.proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT)
+        proc = self.proc
+
+        def alive() -> None:
+            if proc.poll() is not None:
+                raise RuntimeError(f"extender exited {proc.returncode}:\n{self.log.read_text()[-3000:]}")
+
+        def answers() -> bool:
             with contextlib.suppress(httpx.HTTPError):
-                if httpx.get(f"{self.url}/{'readyz' if ready else 'healthz'}", timeout=2).status_code == 200:
-                    return self
-            time.sleep(0.2)
-        raise TimeoutError(f"extender not ready:\n{self.log.read_text()[-3000:]}")
+                return httpx.get(f"{self.url}/{'readyz' if ready else 'healthz'}", timeout=2).status_code == 200
+            return False
+
+        try:
+            wait_until(answers, "the extender to be ready", within=30, interval=0.2, alive=alive)
+        except WaitTimeout:
+            raise TimeoutError(f"extender not ready:\n{self.log.read_text()[-3000:]}") from None
+        return self
 
     def stop(self) -> None:
         if self.proc and self.proc.poll() is None:
@@ -133,27 +142,26 @@ def scheduler(cp: ControlPlane, config: Path, name: str) -> Iterator[KubeSchedul
 
 
 def make_pod(name: str, need: int, *, priority_class: str | None = None) -> dict[str, Any]:
-    spec: dict[str, Any] = {
-        "containers": [
-            {
-                "name": "c",
-                "image": "registry.k8s.io/pause:3.10",
-                "resources": {"requests": {"cpu": "10m", RES: str(need)}, "limits": {RES: str(need)}},
-            }
-        ]
-    }
-    if priority_class:
-        spec["priorityClassName"] = priority_class
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name}, "spec": spec}
+    """A pod asking for ``need`` units of the managed resource."""
+    return pod_manifest(
+        name, requests={"cpu": "10m", RES: str(need)}, limits={RES: str(need)}, priority_class=priority_class
+    )
 
 
 def pod_condition(cp: ControlPlane, ns: str, name: str, timeout: float = 30) -> dict[str, Any]:
     """Wait for the pod's PodScheduled condition to be False and return it."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+
+    def unschedulable() -> dict[str, Any] | None:
         pod = cp.api("GET", f"/api/v1/namespaces/{ns}/pods/{name}")
         for cond in pod.get("status", {}).get("conditions", []) or []:
             if cond["type"] == "PodScheduled" and cond["status"] == "False":
                 return dict(cond)
-        time.sleep(0.2)
-    raise TimeoutError(f"pod {ns}/{name} has no PodScheduled=False condition")
+        return None
+
+    return wait_until(unschedulable, f"pod {ns}/{name} to have PodScheduled=False", within=timeout, interval=0.2)
+
+
+def failed_attempts(sched: KubeScheduler, ns: str, name: str) -> int:
+    """How often kube-scheduler logged an error scheduling the pod (each is one attempt)."""
+    lines = sched.tail(1000).splitlines()
+    return sum("Error scheduling pod; retrying" in line and f'pod="{ns}/{name}"' in line for line in lines)

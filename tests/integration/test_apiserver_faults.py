@@ -21,7 +21,8 @@ from kubesched.cluster.kubeclient import AnswerLost, KubeClient, from_kubeconfig
 from kubesched.scheduler.remote.events import EventRecorder
 from kubesched.testing.controlplane import ControlPlane
 from kubesched.testing.faultproxy import FaultProxy
-from tests.integration.test_scheduler_e2e import Run, create, events, eventually, node_of, nodes, pod, running
+from kubesched.testing.waiting import until, wait_until
+from tests.integration.test_scheduler_e2e import Run, create, events, node_of, nodes, pod, running
 
 pytestmark = pytest.mark.controlplane
 RECOVERY_BOUND = 30.0  # item 7: recover within 30 s of the link healing
@@ -53,17 +54,17 @@ def test_scheduling_recovers_within_30s_after_the_link_went_silent(
         kubeconfig = proxied_kubeconfig(cp, proxy, tmp_path)
         with running(cp, tmp_path, run.config(), kubeconfig=kubeconfig) as sched:
             create(cp, ns, pod("before", run.scheduler))
-            eventually(lambda: node_of(cp, ns, "before"), "a pod bound through the proxy")
+            wait_until(lambda: node_of(cp, ns, "before"), "a pod bound through the proxy")
             proxy.blackhole()  # every connection silent, no reset: a proxy that stopped answering
             names = [f"p{i}" for i in range(5)]
             create(cp, ns, *(pod(n, run.scheduler) for n in names))
             outage_end = time.monotonic() + 20  # the outage lasts 20 s
             while time.monotonic() < outage_end:
                 assert not any(node_of(cp, ns, n) for n in names), "bound through a silent link?"
-                time.sleep(1)
+                time.sleep(1)  # the outage's length is the behaviour under test: checked every second
             proxy.heal()
             healed = time.monotonic()
-            eventually(lambda: all_bound(cp, ns, names), "the pods bound after the link healed", RECOVERY_BOUND)
+            wait_until(lambda: all_bound(cp, ns, names), "the pods bound after the link healed", within=RECOVERY_BOUND)
             report("blackhole 20 s -> pods created during it bound", time.monotonic() - healed)
             assert sched.proc is not None and sched.proc.poll() is None
 
@@ -75,11 +76,11 @@ def test_scheduling_recovers_after_resets_and_refused_connections(
     with FaultProxy("127.0.0.1", cp.port or 0) as proxy, nodes(cp, run, {"a": {}}):  # noqa: SIM117 - proxy first
         with running(cp, tmp_path, run.config(), kubeconfig=proxied_kubeconfig(cp, proxy, tmp_path)):
             create(cp, ns, pod("before", run.scheduler))
-            eventually(lambda: node_of(cp, ns, "before"), "a pod bound through the proxy")
+            wait_until(lambda: node_of(cp, ns, "before"), "a pod bound through the proxy")
             proxy.reset()  # every connection reset once; new ones pass
             start = time.monotonic()
             create(cp, ns, pod("after-reset", run.scheduler))
-            eventually(lambda: node_of(cp, ns, "after-reset"), "bound after a reset", RECOVERY_BOUND)
+            wait_until(lambda: node_of(cp, ns, "after-reset"), "bound after a reset", within=RECOVERY_BOUND)
             report("reset of every connection -> pod bound", time.monotonic() - start)
             proxy.refuse()  # reset, and new connections too, for 10 s
             create(cp, ns, pod("during-refuse", run.scheduler))
@@ -87,7 +88,7 @@ def test_scheduling_recovers_after_resets_and_refused_connections(
             assert not node_of(cp, ns, "during-refuse")
             proxy.heal()
             healed = time.monotonic()
-            eventually(lambda: node_of(cp, ns, "during-refuse"), "bound after refusals ended", RECOVERY_BOUND)
+            wait_until(lambda: node_of(cp, ns, "during-refuse"), "bound after refusals ended", within=RECOVERY_BOUND)
             report("connections refused 10 s -> pod bound after heal", time.monotonic() - healed)
 
 
@@ -101,7 +102,7 @@ def test_scheduling_goes_on_through_a_slow_link(
             start = time.monotonic()
             names = [f"slow{i}" for i in range(3)]
             create(cp, ns, *(pod(n, run.scheduler) for n in names))
-            eventually(lambda: all_bound(cp, ns, names), "bound through a slow link", RECOVERY_BOUND)
+            wait_until(lambda: all_bound(cp, ns, names), "bound through a slow link", within=RECOVERY_BOUND)
             report("1 s delay per chunk -> 3 pods bound", time.monotonic() - start)
 
 
@@ -111,11 +112,11 @@ def test_scheduling_recovers_after_the_apiserver_restarts(
     cp, run, ns = control_plane, Run(), kube_namespace
     with nodes(cp, run, {"a": {}}), running(cp, tmp_path, run.config()) as sched:
         create(cp, ns, pod("before", run.scheduler))
-        eventually(lambda: node_of(cp, ns, "before"), "a pod bound")
+        wait_until(lambda: node_of(cp, ns, "before"), "a pod bound")
         cp.restart_apiserver()
         ready = time.monotonic()
         create(cp, ns, pod("after", run.scheduler))
-        eventually(lambda: node_of(cp, ns, "after"), "bound after the API server restarted", RECOVERY_BOUND)
+        wait_until(lambda: node_of(cp, ns, "after"), "bound after the API server restarted", within=RECOVERY_BOUND)
         report("kube-apiserver restarted -> pod bound after it was ready", time.monotonic() - ready)
         assert sched.proc is not None and sched.proc.poll() is None
 
@@ -127,15 +128,15 @@ def test_sigterm_ends_the_scheduler_within_seconds_while_the_link_is_silent(
     with FaultProxy("127.0.0.1", cp.port or 0) as proxy, nodes(cp, run, {"a": {}}):
         config = run.config(leader_elect=True)
         with running(cp, tmp_path, config, kubeconfig=proxied_kubeconfig(cp, proxy, tmp_path)) as sched:
-            eventually(lambda: "became the leader" in sched.tail(), "leading")
+            wait_until(lambda: "became the leader" in sched.tail(), "leading")
             create(cp, ns, pod("before", run.scheduler))
-            eventually(lambda: node_of(cp, ns, "before"), "a pod bound")
+            wait_until(lambda: node_of(cp, ns, "before"), "a pod bound")
             proxy.blackhole()
             create(cp, ns, pod("stuck", run.scheduler))
             assert sched.proc is not None
             sched.proc.send_signal(signal.SIGTERM)
             start = time.monotonic()
-            eventually(lambda: sched.proc is not None and sched.proc.poll() is not None, "the process ended", 20)
+            wait_until(lambda: sched.proc is not None and sched.proc.poll() is not None, "the process ended", within=20)
             took = time.monotonic() - start
             report("SIGTERM with every connection silent -> process ended", took)
             assert took < 12, sched.tail()
@@ -150,10 +151,10 @@ def test_a_leader_cut_off_stops_before_the_standby_takes_over(
     with FaultProxy("127.0.0.1", cp.port or 0) as proxy, nodes(cp, run, {"a": {}}):
         kubeconfig = proxied_kubeconfig(cp, proxy, tmp_path)
         with running(cp, tmp_path, config, "leader", kubeconfig=kubeconfig) as leader:
-            eventually(lambda: "became the leader" in leader.tail(), "the first replica leading")
+            wait_until(lambda: "became the leader" in leader.tail(), "the first replica leading")
             with running(cp, tmp_path, config, "standby") as standby:
                 create(cp, ns, pod("p1", run.scheduler))
-                eventually(lambda: node_of(cp, ns, "p1"), "p1 bound by the leader")
+                wait_until(lambda: node_of(cp, ns, "p1"), "p1 bound by the leader")
                 lease = f"kubesched-{run.id}"
                 assert leader.metric("leader_election_master_status", name=lease) == 1
                 assert standby.metric("leader_election_master_status", name=lease) == 0
@@ -170,7 +171,7 @@ def test_a_leader_cut_off_stops_before_the_standby_takes_over(
                         took_over.append(now)
                     return bool(exited and took_over)
 
-                eventually(watch, "the leader gone and the standby leading", 30)
+                wait_until(watch, "the leader gone and the standby leading", within=30)
                 report("leader cut off -> old leader stopped (exit 1)", exited[0] - cut)
                 report("leader cut off -> standby leads", took_over[0] - cut)
                 assert leader.proc is not None and leader.proc.returncode == 1
@@ -179,7 +180,7 @@ def test_a_leader_cut_off_stops_before_the_standby_takes_over(
                 assert exited[0] < took_over[0], (exited, took_over)
                 proxy.heal()
                 create(cp, ns, pod("p2", run.scheduler))
-                eventually(lambda: node_of(cp, ns, "p2"), "p2 bound by the new leader")
+                wait_until(lambda: node_of(cp, ns, "p2"), "p2 bound by the new leader")
                 assert (
                     standby.metric("scheduler_schedule_attempts_total", profile=run.scheduler, result="scheduled") == 1
                 )
@@ -240,10 +241,7 @@ async def test_events_written_during_an_outage_appear_after_it(
                 write = recorder.record(event)
                 assert write is not None
                 task = asyncio.ensure_future(write)
-                deadline = time.monotonic() + 20
-                while recorder.retried < 1:  # at least one try failed during the outage
-                    assert time.monotonic() < deadline, "no failed try during the outage"
-                    await asyncio.sleep(0.1)
+                await until(lambda: recorder.retried >= 1, "a failed try during the outage", within=20)
                 assert not task.done()
                 proxy.heal()
                 healed = time.monotonic()

@@ -5,13 +5,11 @@ runs again), and a short expirationTimestamp (the plugin runs again before the n
 
 from __future__ import annotations
 
-import asyncio
+import contextlib
 import json
 import ssl
 import subprocess
 import sys
-import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +20,7 @@ import yaml
 from kubesched.cluster.kubeclient import APIError, KubeClient, from_kubeconfig
 from kubesched.testing.controlplane import TOKEN_ADMIN, ControlPlane
 from kubesched.testing.process import free_port
+from kubesched.testing.waiting import until, wait_until
 
 pytestmark = pytest.mark.controlplane
 
@@ -72,14 +71,6 @@ def plugin_runs(tmp_path: Path) -> int:
     return len(runs.read_text().splitlines()) if runs.exists() else 0
 
 
-async def eventually(check: Callable[[], bool], what: str, seconds: float = 30) -> None:
-    deadline = time.monotonic() + seconds
-    while not check():
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"timed out waiting for {what}")
-        await asyncio.sleep(0.1)
-
-
 async def test_an_exec_plugin_token_lists_nodes(control_plane: ControlPlane, tmp_path: Path) -> None:
     cp = control_plane
     client = KubeClient(from_kubeconfig(exec_kubeconfig(cp, tmp_path, cp.admin_token)))
@@ -94,22 +85,25 @@ async def test_an_exec_plugin_token_lists_nodes(control_plane: ControlPlane, tmp
         await client.aclose()
 
 
-def serve(kubeconfig: Path, *args: str) -> subprocess.Popen[str]:
+def serve_cmd(kubeconfig: Path, *args: str) -> list[str]:
     cmd = [sys.executable, "-m", "kubesched", "extender", "serve", "--policy", "custom-label"]
-    cmd += ["--kubeconfig", str(kubeconfig), "--log-format", "text", *args]
-    return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    return [*cmd, "--kubeconfig", str(kubeconfig), "--log-format", "text", *args]
+
+
+def serve(kubeconfig: Path, *args: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(serve_cmd(kubeconfig, *args), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 
 
 def test_extender_serve_context_and_early_authentication_errors(control_plane: ControlPlane, tmp_path: Path) -> None:
     cp = control_plane
     path = exec_kubeconfig(cp, tmp_path, cp.admin_token, bad_current=True)
     # The current context's token is refused: the command stops at once, saying so.
-    out = subprocess.run([*serve(path).args], capture_output=True, text=True, timeout=60)
+    out = subprocess.run(serve_cmd(path), capture_output=True, text=True, timeout=60)
     assert out.returncode == 2, out.stdout + out.stderr
     assert "authentication failed" in out.stderr and "'stale'" in out.stderr and "Traceback" not in out.stderr
     # A failing plugin: its message, the user and the command.
     (tmp_path / "token").unlink()
-    out = subprocess.run([*serve(path, "--context", "exec").args], capture_output=True, text=True, timeout=60)
+    out = subprocess.run(serve_cmd(path, "--context", "exec"), capture_output=True, text=True, timeout=60)
     assert out.returncode == 2
     assert (
         "user 'plugin-user': exec plugin" in out.stderr and "exit status 1: no token: run the login first" in out.stderr
@@ -120,16 +114,16 @@ def test_extender_serve_context_and_early_authentication_errors(control_plane: C
     port = free_port()
     proc = serve(path, "--context", "exec", "--listen", f"127.0.0.1:{port}")
     try:
-        deadline = time.monotonic() + 30
-        while True:
+
+        def alive() -> None:
             assert proc.poll() is None, proc.stdout.read() if proc.stdout else ""
-            try:
-                if httpx.get(f"http://127.0.0.1:{port}/readyz", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            assert time.monotonic() < deadline, "extender not ready"
-            time.sleep(0.1)
+
+        def ready() -> bool:
+            with contextlib.suppress(httpx.HTTPError):
+                return httpx.get(f"http://127.0.0.1:{port}/readyz", timeout=2).status_code == 200
+            return False
+
+        wait_until(ready, "the extender ready", within=30, alive=alive)
     finally:
         proc.terminate()
         output = proc.communicate(timeout=10)[0]
@@ -177,21 +171,21 @@ async def test_rotated_and_revoked_tokens_are_replaced_without_restart(
         # Revoked while cached: the watch gets a 401, the plugin runs again, the watch goes on.
         (tmp_path / "token").write_text(second := bound_token(cp, ns, "two"))
         cp.api("DELETE", f"/api/v1/namespaces/{ns}/secrets/one")
-        await eventually(lambda: not accepted(cp, first), "the first token revoked")
+        await until(lambda: not accepted(cp, first), "the first token revoked")
         lines = [line async for line in client.stream_lines(pods, {"watch": "1", "timeoutSeconds": "1"})]
         assert lines == [] and plugin_runs(tmp_path) == 2
 
         # Revoked again: a list (the request pool) refreshes after its 401 and succeeds.
         (tmp_path / "token").write_text(third := bound_token(cp, ns, "three"))
         cp.api("DELETE", f"/api/v1/namespaces/{ns}/secrets/two")
-        await eventually(lambda: not accepted(cp, second), "the second token revoked")
+        await until(lambda: not accepted(cp, second), "the second token revoked")
         assert json.loads(await client.request("GET", pods))["kind"] == "PodList"
         assert plugin_runs(tmp_path) == 3
 
         # A refused POST refreshes the credential but is not resent: its 401 reaches the caller.
         (tmp_path / "token").write_text("unknown-token")
         cp.api("DELETE", f"/api/v1/namespaces/{ns}/secrets/three")
-        await eventually(lambda: not accepted(cp, third), "the third token revoked")
+        await until(lambda: not accepted(cp, third), "the third token revoked")
         review = {"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"}
         with pytest.raises(APIError) as refused:
             await client.request("POST", "/apis/authentication.k8s.io/v1/selfsubjectreviews", review)
@@ -206,7 +200,7 @@ async def test_an_expiring_plugin_token_is_renewed_before_use(control_plane: Con
     try:
         await client.request("GET", "/api/v1/nodes")
         assert plugin_runs(tmp_path) == 1
-        await eventually(lambda: client.credentials.header() is None, "the credential expired", 10)
+        await until(lambda: client.credentials.header() is None, "the credential expired", within=10)
         await client.request("GET", "/api/v1/nodes")  # no 401: renewed before the request
         assert plugin_runs(tmp_path) == 2
     finally:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import httpx
@@ -21,17 +21,10 @@ from kubesched.framework.runtime import Framework
 from kubesched.policies import load, registry_for
 from kubesched.testing import build
 from kubesched.testing.controlplane import ControlPlane
+from kubesched.testing.waiting import until
 
 pytestmark = pytest.mark.controlplane
 RES = "example.com/custom-resource"
-
-
-async def eventually(check: Callable[[], bool], what: str, seconds: float = 20) -> None:
-    deadline = asyncio.get_running_loop().time() + seconds
-    while not check():
-        if asyncio.get_running_loop().time() > deadline:
-            raise TimeoutError(f"timed out waiting for {what}")
-        await asyncio.sleep(0.05)
 
 
 @contextlib.asynccontextmanager
@@ -64,18 +57,18 @@ async def test_cache_follows_node_adds_updates_and_deletes(control_plane: Contro
         async with running_source(cp.admin_kubeconfig) as (cache, _):
             assert _alloc(cache, "src-a") == 3  # from the initial list
             await asyncio.to_thread(cp.create_node, "src-b", allocatable={"cpu": "1", "pods": "10", RES: "1"})
-            await eventually(lambda: "src-b" in cache.table.index, "src-b added")
+            await until(lambda: "src-b" in cache.table.index, "src-b added")
             await asyncio.to_thread(
                 cp.api, "PATCH", "/api/v1/nodes/src-a/status", {"status": {"allocatable": {RES: "7"}}}
             )
-            await eventually(lambda: _alloc(cache, "src-a") == 7, "src-a allocatable updated to 7")
+            await until(lambda: _alloc(cache, "src-a") == 7, "src-a allocatable updated to 7")
             await asyncio.to_thread(cp.api, "PATCH", "/api/v1/nodes/src-b", {"metadata": {"labels": {"custom": "yes"}}})
-            await eventually(
+            await until(
                 lambda: (cache.table.node(cache.table.index["src-b"]).metadata.labels or {}).get("custom") == "yes",
                 "src-b relabelled",
             )
             await asyncio.to_thread(cp.delete_node, "src-b")
-            await eventually(lambda: "src-b" not in cache.table.index, "src-b deleted")
+            await until(lambda: "src-b" not in cache.table.index, "src-b deleted")
             assert "src-a" in cache.table.index
     finally:
         cp.delete_node("src-a")
@@ -103,11 +96,11 @@ async def test_cache_counts_bound_pods_and_forgets_deleted_ones(
             row = cache.table.index["src-p"]
             assert int(cache.table.requested(RES)[row]) == 0
             await asyncio.to_thread(cp.api, "POST", f"/api/v1/namespaces/{kube_namespace}/pods", pod)
-            await eventually(lambda: int(cache.table.requested(RES)[row]) == 2, "the bound pod to be counted")
+            await until(lambda: int(cache.table.requested(RES)[row]) == 2, "the bound pod to be counted")
             await asyncio.to_thread(
                 cp.api, "DELETE", f"/api/v1/namespaces/{kube_namespace}/pods/user", params={"gracePeriodSeconds": "0"}
             )
-            await eventually(lambda: int(cache.table.requested(RES)[row]) == 0, "the deleted pod to be forgotten")
+            await until(lambda: int(cache.table.requested(RES)[row]) == 0, "the deleted pod to be forgotten")
     finally:
         cp.delete_node("src-p")
 
@@ -116,10 +109,10 @@ async def test_survives_watches_the_server_ends(control_plane: ControlPlane) -> 
     cp = control_plane
     # A 1 s server-side timeout: the API server closes every watch almost at once.
     async with running_source(cp.admin_kubeconfig, watch_timeout=1) as (cache, source):
-        await asyncio.sleep(2.5)
+        await until(lambda: source.nodes.watches >= 3, "two watches ended by the server and resumed", within=20)
         await asyncio.to_thread(cp.create_node, "src-late", allocatable={"cpu": "1", "pods": "10"})
         try:
-            await eventually(lambda: "src-late" in cache.table.index, "a node added after several ended watches")
+            await until(lambda: "src-late" in cache.table.index, "a node added after several ended watches")
             assert source.nodes.lists == 1, "an ended watch must resume from its resourceVersion, not relist"
         finally:
             cp.delete_node("src-late")
@@ -151,8 +144,8 @@ async def test_relists_after_410_gone(control_plane_binaries: build.Binaries) ->
             assert source.nodes.resource_version == stale
             task = asyncio.create_task(source.nodes.run(resume=True))
             try:
-                await eventually(lambda: source.nodes.lists == 2, "a relist after 410 Gone")
-                await eventually(
+                await until(lambda: source.nodes.lists == 2, "a relist after 410 Gone")
+                await until(
                     lambda: (cache.table.node(cache.table.index["gone-a"]).metadata.labels or {}).get("n") == "2",
                     "the relisted cache to hold the updates made while the watch was gone",
                 )

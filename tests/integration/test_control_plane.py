@@ -19,9 +19,11 @@ from typing import Any
 import pytest
 
 from kubesched.testing import build
+from kubesched.testing.builders import pod_manifest
 from kubesched.testing.controlplane import ApiError, ControlPlane
 from kubesched.testing.kubeconfig import client_from_kubeconfig
 from kubesched.testing.process import port_open
+from kubesched.testing.waiting import wait_until
 from kubesched.versions import KUBERNETES_VERSION
 
 pytestmark = pytest.mark.controlplane
@@ -35,18 +37,8 @@ MINIMAL_SCHEDULER = {
 
 
 def _pod(name: str, node: str, cpu: str = "100m") -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": name},
-        "spec": {
-            # Pinned by label so pods of other tests' nodes do not matter.
-            "nodeSelector": {"kubernetes.io/hostname": node},
-            "containers": [
-                {"name": "c", "image": "registry.k8s.io/pause:3.10", "resources": {"requests": {"cpu": cpu}}}
-            ],
-        },
-    }
+    # Pinned by label so pods of other tests' nodes do not matter.
+    return pod_manifest(name, requests={"cpu": cpu}, nodeSelector={"kubernetes.io/hostname": node})
 
 
 @pytest.fixture
@@ -104,14 +96,13 @@ def test_kube_scheduler_binds_a_pod(control_plane: ControlPlane, kube_namespace:
     try:
         control_plane.api("POST", f"/api/v1/namespaces/{kube_namespace}/pods", _pod("probe", node))
         assert control_plane.wait_pod_bound(kube_namespace, "probe") == node
+
         # kube-scheduler writes the event after the binding, asynchronously: poll for it.
-        deadline = time.monotonic() + 20
-        while True:
+        def scheduled_event() -> bool:
             events = control_plane.api("GET", f"/api/v1/namespaces/{kube_namespace}/events")["items"]
-            if any(e["reason"] == "Scheduled" and e["involvedObject"]["name"] == "probe" for e in events):
-                break
-            assert time.monotonic() < deadline, f"no Scheduled event for probe; events: {events}"
-            time.sleep(0.2)
+            return any(e["reason"] == "Scheduled" and e["involvedObject"]["name"] == "probe" for e in events)
+
+        wait_until(scheduled_event, "a Scheduled event for probe", within=20, interval=0.2)
     finally:
         sched.stop()
 
@@ -123,7 +114,7 @@ def test_scheduler_can_be_stopped_and_restarted(control_plane: ControlPlane, kub
     assert not sched.running
     try:
         control_plane.api("POST", f"/api/v1/namespaces/{kube_namespace}/pods", _pod("waits", node))
-        time.sleep(2)
+        # The process was reaped above: nothing of it can bind the pod, so no wait (and none would prove more).
         pod = control_plane.api("GET", f"/api/v1/namespaces/{kube_namespace}/pods/waits")
         assert not pod["spec"].get("nodeName"), "bound with no scheduler running"
         sched.restart()
@@ -163,7 +154,8 @@ def test_dev_cluster_up_subprocess(control_plane_binaries: build.Binaries) -> No
     )
     lines: queue.Queue[str] = queue.Queue()
     seen: list[str] = []
-    threading.Thread(target=_read_lines, args=(proc.stdout, lines), daemon=True).start()
+    reader = threading.Thread(target=_read_lines, args=(proc.stdout, lines), daemon=True)
+    reader.start()
     try:
         etcd_port = int(_wait_line(lines, seen, r"etcd http://127\.0\.0\.1:(\d+)", 180).group(1))
         api_port = int(_wait_line(lines, seen, r"kube-apiserver https://127\.0\.0\.1:(\d+)", 180).group(1))
@@ -182,6 +174,9 @@ def test_dev_cluster_up_subprocess(control_plane_binaries: build.Binaries) -> No
         if proc.poll() is None:
             proc.kill()  # its children die with it (PR_SET_PDEATHSIG)
             proc.wait()
+        reader.join(10)  # it stops at the end of the output
+        if proc.stdout is not None:
+            proc.stdout.close()
 
 
 FAILING_SUITE = """

@@ -23,6 +23,7 @@ from kubesched.testing import build
 from kubesched.testing.controlplane import ControlPlane
 from kubesched.testing.kubeconfig import client_from_kubeconfig
 from kubesched.testing.process import ProcessError
+from kubesched.testing.waiting import wait_until
 
 pytestmark = pytest.mark.controlplane
 
@@ -161,13 +162,10 @@ def _pod(name: str, scheduler: str, **spec: Any) -> dict[str, Any]:
 
 
 def _node_of(client: httpx.Client, name: str, timeout: float = 60) -> str:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        node = client.get(f"/api/v1/namespaces/default/pods/{name}").json()["spec"].get("nodeName")
-        if node:
-            return str(node)
-        time.sleep(0.2)
-    raise AssertionError(f"pod {name} not bound within {timeout:.0f}s")
+    def node() -> str:
+        return str(client.get(f"/api/v1/namespaces/default/pods/{name}").json()["spec"].get("nodeName") or "")
+
+    return wait_until(node, f"pod {name} bound", within=timeout)
 
 
 def test_json_state_names_everything_a_script_needs(

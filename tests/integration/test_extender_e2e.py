@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -10,8 +9,18 @@ import httpx
 import pytest
 
 from kubesched.testing.controlplane import ControlPlane
+from kubesched.testing.waiting import wait_until
 
-from .extender_harness import RES, Extender, generated_config, grant_extender_rbac, make_pod, pod_condition, scheduler
+from .extender_harness import (
+    RES,
+    Extender,
+    failed_attempts,
+    generated_config,
+    grant_extender_rbac,
+    make_pod,
+    pod_condition,
+    scheduler,
+)
 
 pytestmark = pytest.mark.controlplane
 
@@ -108,21 +117,12 @@ def test_bind_verb_makes_the_extender_bind(
 
 
 def _priority_class(cp: ControlPlane, name: str, value: int) -> None:
-    if cp._get_or_none(f"/apis/scheduling.k8s.io/v1/priorityclasses/{name}") is None:
+    if cp.get_or_none(f"/apis/scheduling.k8s.io/v1/priorityclasses/{name}") is None:
         cp.api(
             "POST",
             "/apis/scheduling.k8s.io/v1/priorityclasses",
             {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": name}, "value": value},
         )
-
-
-def _wait(predicate, timeout: float = 30, what: str = "condition") -> None:  # type: ignore[no-untyped-def]
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.2)
-    raise TimeoutError(f"timed out waiting for {what}")
 
 
 def test_preemption_consults_the_extender(
@@ -146,12 +146,13 @@ def test_preemption_consults_the_extender(
         high = make_pod("high", 3, priority_class="e2e-high")
         high["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "4"
         _create(cp, kube_namespace, high)
-        _wait(
+        wait_until(
             lambda: cp.api("GET", f"{path}/high").get("status", {}).get("nominatedNodeName") == "e2e-big",
-            what="high to be nominated to e2e-big",
+            "high to be nominated to e2e-big",
+            within=30,
         )
         assert extender.metric("kubesched_extender_requests_total", verb="preempt", code="200") > before
-        victim = cp._get_or_none(f"{path}/low-e2e-big")
+        victim = cp.get_or_none(f"{path}/low-e2e-big")
         assert victim is None or victim["metadata"].get("deletionTimestamp"), "the victim was not evicted"
         for spared in ("low-e2e-small", "low-e2e-nolabel"):
             assert not cp.api("GET", f"{path}/{spared}")["metadata"].get("deletionTimestamp"), spared
@@ -169,7 +170,7 @@ def test_extender_down(
     ext = Extender(grant_extender_rbac(cp), tmp_path)
     # Point kube-scheduler at the extender's port before anything listens there.
     args = ("--ignorable",) if ignorable else ()
-    with scheduler(cp, generated_config(tmp_path, ext.url, "--http-timeout", "2s", *args), "down"):
+    with scheduler(cp, generated_config(tmp_path, ext.url, "--http-timeout", "2s", *args), "down") as sched:
         _create(cp, kube_namespace, make_pod("d0", 1))
         if ignorable:
             # Scheduled without the extender: on any node, even one our policy would refuse.
@@ -178,7 +179,8 @@ def test_extender_down(
         cond = pod_condition(cp, kube_namespace, "d0")
         assert cond["reason"] == "SchedulerError"
         assert ext.url in cond["message"]
-        time.sleep(2)
+        # kube-scheduler retries (after its backoff) and fails again: still not bound.
+        wait_until(lambda: failed_attempts(sched, kube_namespace, "d0") >= 2, "kube-scheduler retrying d0")
         assert not cp.api("GET", f"/api/v1/namespaces/{kube_namespace}/pods/d0")["spec"].get("nodeName")
         ext.start()
         try:

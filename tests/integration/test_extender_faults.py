@@ -11,29 +11,18 @@ from __future__ import annotations
 import json
 import signal
 import time
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import httpx
 import pytest
 
 from kubesched.testing.controlplane import ControlPlane
 from kubesched.testing.faultproxy import FaultProxy
+from kubesched.testing.waiting import wait_until
 
 from .extender_harness import Extender, grant_extender_rbac
 
 pytestmark = pytest.mark.controlplane
-
-
-def _wait(what: str, predicate: Callable[[], Any], timeout: float) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.2)
-    raise TimeoutError(f"timed out after {timeout:g}s waiting for {what}")
 
 
 def _passes(ext: Extender, node: str) -> bool:
@@ -66,11 +55,11 @@ def test_the_extender_catches_up_within_30s_after_its_link_went_silent(
             for _ in range(5):
                 assert httpx.get(f"{ext.url}/healthz", timeout=5).status_code == 200
                 assert not _passes(ext, name)
-                time.sleep(1)
+                time.sleep(1)  # the silence's length is the behaviour under test
             time.sleep(15)  # 20 s of silence in all: longer than a watch's own server-side timeout
             proxy.heal()
             started = time.monotonic()
-            _wait("the node added during the silence", lambda: _passes(ext, name), timeout=30)
+            wait_until(lambda: _passes(ext, name), "the node added during the silence", within=30)
             print(f"caught up {time.monotonic() - started:.1f}s after the link came back")
         finally:
             ext.stop()
@@ -86,8 +75,10 @@ def test_sigterm_ends_the_extender_quickly_while_its_link_is_silent(
         ext = Extender(_proxied(cp, proxy, tmp_path), tmp_path).start()
         assert ext.proc is not None
         try:
+            # The extender's connections (its list and watches) pass through the proxy; then all go silent,
+            # and so does every new one: the watches are stuck.
+            wait_until(lambda: proxy.counts.accepted >= 2, "the extender's connections through the proxy", within=30)
             proxy.blackhole()
-            time.sleep(2)  # the watches are now stuck on silent connections
             started = time.monotonic()
             ext.proc.send_signal(signal.SIGTERM)
             code = ext.proc.wait(15)

@@ -13,8 +13,18 @@ import pytest
 
 from kubesched.testing.controlplane import ApiError, ControlPlane
 from kubesched.testing.faultproxy import FaultProxy
+from kubesched.testing.waiting import wait_until
 
-from .extender_harness import RES, Extender, generated_config, grant_extender_rbac, make_pod, pod_condition, scheduler
+from .extender_harness import (
+    RES,
+    Extender,
+    failed_attempts,
+    generated_config,
+    grant_extender_rbac,
+    make_pod,
+    pod_condition,
+    scheduler,
+)
 from .test_apiserver_faults import proxied_kubeconfig
 
 pytestmark = pytest.mark.controlplane
@@ -25,10 +35,7 @@ HUGE_FORMS = ("1e9999999", "1e999", "1e30", "8Ei")  # the hostile quantity, else
 def wait(check: Callable[[], object], what: str, timeout: float = 60) -> float:
     """Seconds until ``check()`` is truthy."""
     start = time.monotonic()
-    while not check():
-        if time.monotonic() - start > timeout:
-            raise TimeoutError(what)
-        time.sleep(0.2)
+    wait_until(check, what, within=timeout, interval=0.2)
     return time.monotonic() - start
 
 
@@ -123,13 +130,14 @@ def test_before_the_sync_the_pod_is_retried_and_scheduled_after_heal(
         proxy.blackhole()  # the extender cannot list: its cache never syncs
         ext = Extender(proxied_kubeconfig(cp, proxy, tmp_path), tmp_path).start(ready=False)
         try:
-            with scheduler(cp, generated_config(tmp_path, ext.url), "unsynced"):
+            with scheduler(cp, generated_config(tmp_path, ext.url), "unsynced") as sched:
                 cp.api("POST", f"/api/v1/namespaces/{ns}/pods", make_pod("early", 1))
                 cond = pod_condition(cp, ns, "early")
                 # Not silently dropped nodes ("0/1 nodes are available" with no reason): an error, retried.
                 assert cond["reason"] == "SchedulerError", cond
                 assert "node cache has not synced" in cond["message"], cond
-                time.sleep(2)  # kube-scheduler retries with backoff meanwhile: still not bound
+                # kube-scheduler retries (after its backoff) and fails again: still not bound.
+                wait(lambda: failed_attempts(sched, ns, "early") >= 2, "kube-scheduler retrying the pod", 30)
                 assert bound_to(cp, ns, "early") == ""
                 wait(
                     lambda: any(

@@ -8,14 +8,14 @@ binds that no longer fit answer `Error`, and kube-scheduler retries those pods.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from kubesched.testing.controlplane import ControlPlane
 from kubesched.testing.faultproxy import FaultProxy
+from kubesched.testing.waiting import wait_until
 
 from .extender_harness import RES, Extender, generated_config, grant_extender_rbac, make_pod, scheduler
 
@@ -36,14 +36,27 @@ def burst_nodes(control_plane: ControlPlane) -> Iterator[None]:
         control_plane.delete_node(name)
 
 
-def _wait(what: str, predicate: Callable[[], Any], timeout: float = 60) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.2)
-    raise TimeoutError(f"timed out waiting for {what}")
+def _retried(cp: ControlPlane, ext: Extender, refused: int) -> None:
+    """Make kube-scheduler try the ``refused`` pods again, and wait until it has.
+
+    Pods the extender refused wait in kube-scheduler's unschedulable queue for a cluster event (or its
+    5-minute flush): a node change is one. Each try asks the extender's /filter (the resource is
+    ignoredByScheduler, so kube-scheduler's own filters pass), so the /filter counter shows the tries.
+    """
+
+    def filters() -> float:
+        return ext.metric("kubesched_extender_requests_total", verb="filter", code="200")
+
+    base = filters()
+    pokes = [0.0]
+
+    def tried() -> bool:
+        if time.monotonic() - pokes[-1] > 5:  # again, in case a pod was still backing off at the last one
+            pokes.append(time.monotonic())
+            cp.api("PATCH", f"/api/v1/nodes/{NOLABEL}", {"metadata": {"labels": {"retry": str(len(pokes))}}})
+        return filters() >= base + refused
+
+    wait_until(tried, f"{refused} more /filter requests (the refused pods tried again)", within=60)
 
 
 def _placement(cp: ControlPlane, ns: str) -> dict[str, str]:
@@ -72,8 +85,7 @@ def test_a_burst_binds_exactly_what_the_node_holds(
             names = [f"burst-{i}" for i in range(6)]
             _create_all(cp, ns, names)
             # Two pods bound, and every other reported unschedulable by the extender.
-            _wait(
-                "two bound, the others refused",
+            wait_until(
                 lambda: (
                     sum(1 for n in _placement(cp, ns).values() if n) == 2
                     and all(
@@ -81,10 +93,11 @@ def test_a_burst_binds_exactly_what_the_node_holds(
                         for name, node in _placement(cp, ns).items()
                     )
                 ),
-                timeout=90,
+                "two bound, the others refused",
+                within=90,
             )
-            # Let kube-scheduler's retries (backoff 1-10 s) run: nothing more may land.
-            time.sleep(3)  # what we assert is that nothing more happens; there is no event to wait for
+            # kube-scheduler tries the refused pods again: once it has, nothing more may have landed.
+            _retried(cp, ext, len(names) - 2)
             placed = _placement(cp, ns)
             bound = sorted(n for n, node in placed.items() if node)
             assert [placed[n] for n in bound] == [HOT, HOT], placed
@@ -98,10 +111,12 @@ def test_a_burst_binds_exactly_what_the_node_holds(
 
             # A bound pod goes: exactly one more gets its unit.
             cp.api("DELETE", f"/api/v1/namespaces/{ns}/pods/{bound[0]}", params={"gracePeriodSeconds": "0"})
-            _wait("one more pod bound", lambda: sum(1 for n in _placement(cp, ns).values() if n) == 2)
-            time.sleep(3)
+            wait_until(lambda: sum(1 for n in _placement(cp, ns).values() if n) == 2, "one more pod bound", within=60)
+            _retried(cp, ext, len(names) - 3)  # the pods still refused are tried again: no third one lands
             assert sum(1 for n in _placement(cp, ns).values() if n) == 2, _placement(cp, ns)
-            _wait("reservations confirmed", lambda: ext.metric("kubesched_extender_reservations_held") == 0)
+            wait_until(
+                lambda: ext.metric("kubesched_extender_reservations_held") == 0, "reservations confirmed", within=60
+            )
     finally:
         ext.stop()
 
@@ -122,13 +137,13 @@ def test_a_failed_binding_post_releases_the_reservation(
                 proxy.refuse()
                 _create_all(cp, ns, ["f-0", "f-1"])
                 released = "kubesched_extender_reservations_released_total"
-                _wait("binds failed and released", lambda: ext.metric(released) >= 2)
+                wait_until(lambda: ext.metric(released) >= 2, "binds failed and released", within=60)
                 assert ext.metric("kubesched_extender_reservations_held") == 0
                 assert _placement(cp, ns) == {"f-0": "", "f-1": ""}
                 started = time.monotonic()
                 proxy.heal()
                 # Both fit (2 units): a released reservation must not hold one back.
-                _wait("both pods bound", lambda: all(_placement(cp, ns).values()))
+                wait_until(lambda: all(_placement(cp, ns).values()), "both pods bound", within=60)
                 recovery = time.monotonic() - started
                 assert set(_placement(cp, ns).values()) == {HOT}
                 print(f"recovered {recovery:.1f}s after the API server came back")
@@ -158,7 +173,7 @@ def test_a_lost_bind_answer_keeps_the_reservation_and_never_over_commits(
                 proxy.cut_answers()  # the extender's watches, reads and binding POSTs: every answer lost
                 names = [f"c-{i}" for i in range(4)]
                 _create_all(cp, ns, names)
-                _wait("a pod bound by the server", lambda: any(_placement(cp, ns).values()))
+                wait_until(lambda: any(_placement(cp, ns).values()), "a pod bound by the server", within=60)
                 outage_end = time.monotonic() + 8
                 pokes = 0
                 while time.monotonic() < outage_end:
@@ -168,24 +183,25 @@ def test_a_lost_bind_answer_keeps_the_reservation_and_never_over_commits(
                         cp.api("PATCH", f"/api/v1/nodes/{NOLABEL}", {"metadata": {"labels": {"poke": str(pokes)}}})
                     placed = _placement(cp, ns)
                     assert sum(1 for n in placed.values() if n) <= 2, ("over-committed during the outage", placed)
-                    time.sleep(0.2)
+                    time.sleep(0.2)  # the outage's length is the behaviour: checked all along
                 during = sorted(n for n, node in _placement(cp, ns).items() if node)
                 held = "kubesched_extender_reservations_held"
                 assert ext.metric(held) == len(during), during  # kept while unknown
                 proxy.heal()
                 healed = time.monotonic()
-                _wait("reservations confirmed by the watch", lambda: ext.metric(held) == 0)
+                wait_until(lambda: ext.metric(held) == 0, "reservations confirmed by the watch", within=60)
                 took = time.monotonic() - healed
                 print(f"\nRELIABILITY extender bind answer lost ({len(during)}) -> confirmed: {took:.1f} s")
-                _wait("two pods bound", lambda: sum(1 for n in _placement(cp, ns).values() if n) == 2, timeout=90)
-                _wait(
-                    "the other pods refused",
+                wait_until(lambda: sum(1 for n in _placement(cp, ns).values() if n) == 2, "two pods bound", within=90)
+                wait_until(
                     lambda: all(
                         node or any("Insufficient " + RES in n for n in _failed_scheduling(cp, ns, name))
                         for name, node in _placement(cp, ns).items()
                     ),
+                    "the other pods refused",
+                    within=60,
                 )
-                time.sleep(3)  # kube-scheduler's retries run: nothing more may land
+                _retried(cp, ext, len(names) - 2)  # the refused pods tried again: nothing more may have landed
                 placed = _placement(cp, ns)
                 assert sorted(n for n in placed.values() if n) == [HOT, HOT], placed
                 # Each Binding whose answer was lost was POSTed once, never again (no 409).

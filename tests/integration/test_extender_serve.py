@@ -3,20 +3,21 @@ and bad command lines that end with a clear message instead of a traceback."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import ssl
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
 
 from kubesched import pki
-
-from .extender_harness import free_port
+from kubesched.testing.process import free_port
+from kubesched.testing.waiting import wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE_REQUEST = json.loads((ROOT / "examples" / "filter-request.json").read_text())
@@ -27,17 +28,17 @@ def serve(*args: str) -> subprocess.Popen[str]:
     return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 
 
-def wait_up(url: str, proc: subprocess.Popen[str], **kw: object) -> None:
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline:
+def wait_up(url: str, proc: subprocess.Popen[str], **kw: Any) -> None:
+    def alive() -> None:
         if proc.poll() is not None:
             raise RuntimeError(f"server exited: {proc.stdout.read() if proc.stdout else ''}")
-        try:
-            if httpx.get(f"{url}/readyz", timeout=2, **kw).status_code == 200:  # type: ignore[arg-type]
-                return
-        except httpx.HTTPError:
-            time.sleep(0.1)
-    raise TimeoutError(url)
+
+    def ready() -> bool:
+        with contextlib.suppress(httpx.HTTPError):
+            return httpx.get(f"{url}/readyz", timeout=2, **kw).status_code == 200
+        return False
+
+    wait_until(ready, f"{url} ready", within=20, alive=alive)
 
 
 @pytest.fixture
@@ -52,7 +53,8 @@ def example_server() -> Iterator[str]:
         yield url
     finally:
         proc.terminate()
-        assert proc.wait(10) == 0
+        proc.communicate(timeout=10)  # reaps it and closes its output pipe
+        assert proc.returncode == 0
 
 
 def test_example_file_serves_the_policy(example_server: str) -> None:
@@ -114,7 +116,7 @@ def test_https_with_client_certificates(tmp_path: Path) -> None:
             httpx.post(f"http://127.0.0.1:{port}/filter", json=EXAMPLE_REQUEST)
     finally:
         proc.terminate()
-        proc.wait(10)
+        proc.communicate(timeout=10)  # reaps it and closes its output pipe
 
 
 @pytest.mark.parametrize(

@@ -17,6 +17,8 @@ from typing import Any
 
 import pytest
 
+from kubesched.testing.process import free_port
+
 BENCH = Path(__file__).resolve().parents[2] / "benchmarks" / "extender_vs_go"
 sys.path.insert(0, str(BENCH))
 
@@ -42,7 +44,7 @@ def servers(goext: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[t
     payloads.write(work, [60])
     nodes_file = work / "nodes-60.json"
     nodes = json.loads(nodes_file.read_text())
-    go_port, py_port = reference.free_port(), reference.free_port()
+    go_port, py_port = free_port(), free_port()
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))  # ours from this checkout
     go = reference.Server(
         "go", reference.go_command(goext, nodes_file, f"127.0.0.1:{go_port}"), go_port, work / "go.log"

@@ -10,9 +10,8 @@ from __future__ import annotations
 
 import base64
 import contextlib
-import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +19,7 @@ import pytest
 import yaml
 
 from kubesched.testing.controlplane import ApiError, ControlPlane
+from kubesched.testing.waiting import wait_until
 from tests.unit.deploy.helm_support import CHART, helm_binary, run_helm
 
 pytestmark = pytest.mark.controlplane
@@ -42,15 +42,6 @@ VALUES: Obj = {
     "extender": {"enabled": True, "schedulerName": f"ks-helm-ext-{RUN}"},
     "webhook": {"enabled": True},
 }
-
-
-def eventually(check: Callable[[], Any], what: str, timeout: float = 30.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while not (value := check()):
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"timed out waiting for {what}")
-        time.sleep(0.2)
-    return value
 
 
 class Release:
@@ -108,7 +99,7 @@ class Release:
 
     def expect(self, account: str, allowed: bool, verb: str, resource: str, **attributes: str) -> None:
         what = f"{account} {'may' if allowed else 'may not'} {verb} {resource} {attributes}"
-        eventually(lambda: self.can(account, verb, resource, **attributes) == allowed, what, timeout=10)
+        wait_until(lambda: self.can(account, verb, resource, **attributes) == allowed, what, within=10)
 
 
 @pytest.fixture(scope="module")
@@ -190,5 +181,5 @@ def test_uninstall_removes_everything(release: Release) -> None:
     objects = release.objects()
     release.helm_run("uninstall", "kubesched")
     for obj in objects:
-        eventually(lambda obj=obj: release.get(obj) is None, f"{obj['kind']} {obj['metadata']['name']} deleted")
+        wait_until(lambda obj=obj: release.get(obj) is None, f"{obj['kind']} {obj['metadata']['name']} deleted")
     release.helm_run("install", "kubesched", str(CHART), values=VALUES)  # for the fixture's own uninstall

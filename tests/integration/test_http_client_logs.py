@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import time
-from collections.abc import Callable
 from pathlib import Path
 
 import httpx
@@ -14,6 +12,7 @@ import pytest
 
 from kubesched.testing.controlplane import ControlPlane
 from kubesched.testing.process import free_port
+from kubesched.testing.waiting import wait_until
 
 pytestmark = pytest.mark.controlplane
 
@@ -25,15 +24,6 @@ def _start(cp: ControlPlane, log: Path, *flags: str) -> tuple[subprocess.Popen[b
     with log.open("wb") as out:
         proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT)
     return proc, f"http://127.0.0.1:{port}"
-
-
-def _wait(check: Callable[[], bool], what: str, timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if check():
-            return
-        time.sleep(0.2)
-    raise AssertionError(f"not within {timeout}s: {what}")
 
 
 def _ready(url: str) -> bool:
@@ -48,9 +38,13 @@ def test_request_lines_only_from_v5(control_plane: ControlPlane, tmp_path: Path)
     quiet, quiet_url = _start(control_plane, quiet_log)
     loud, loud_url = _start(control_plane, loud_log, "-v", "5")
     try:
-        _wait(lambda: _ready(quiet_url) and _ready(loud_url), "both extenders ready")
+        wait_until(lambda: _ready(quiet_url) and _ready(loud_url), "both extenders ready", within=60)
         # The loud one shows its watch requests; the quiet one, started first, has had as long to make its own.
-        _wait(lambda: "HTTP Request: GET" in loud_log.read_text() and "watch" in loud_log.read_text(), "-v 5 lines")
+        wait_until(
+            lambda: "HTTP Request: GET" in loud_log.read_text() and "watch" in loud_log.read_text(),
+            "-v 5 lines",
+            within=60,
+        )
         assert "serving policy" in quiet_log.read_text()  # it does log, at -v 0
         assert "HTTP Request" not in quiet_log.read_text()
         assert "httpcore" not in quiet_log.read_text()

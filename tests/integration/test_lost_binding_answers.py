@@ -21,7 +21,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -38,22 +37,12 @@ from kubesched.scheduler.profiles.manager import build_from_file
 from kubesched.scheduler.remote.apiserver import APIServerWriter
 from kubesched.testing.controlplane import ControlPlane
 from kubesched.testing.faultproxy import FaultProxy
+from kubesched.testing.waiting import until
 from tests.integration.test_apiserver_faults import proxied_kubeconfig, report
 from tests.integration.test_scheduler_e2e import Run, condition, create, events, node_of, nodes, pod
 
 pytestmark = pytest.mark.controlplane
 OUTAGE = 6.0  # seconds the link stays cut after A's answer was lost: B's 1 s backoff passes several times
-
-
-async def until(check: Callable[[], Any], what: str, limit: float = 30.0) -> Any:
-    deadline = time.monotonic() + limit
-    while True:
-        value = check()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"timed out waiting for {what}")
-        await asyncio.sleep(0.05)
 
 
 def server_events(cp: ControlPlane, ns: str, name: str, reason: str) -> list[dict[str, Any]]:
@@ -110,7 +99,7 @@ async def test_a_lost_binding_answer_keeps_the_node_counted_and_is_never_resent(
             while time.monotonic() < lost + OUTAGE:
                 assert not node_of(cp, ns, "b"), "B bound on A's room while A's binding was unknown"
                 assert scheduler.cache.pod_node(uid["a"]) == node  # A still counted on its node
-                await asyncio.sleep(0.2)
+                await asyncio.sleep(0.2)  # the outage's length is the behaviour: checked all along
             assert any("kept on the node until its state is known" in r.getMessage() for r in caplog.records)
             assert sent.count(("POST", binding_a)) == 1
             assert not any(p.endswith("/pods/b/binding") for _, p in sent)
@@ -119,10 +108,10 @@ async def test_a_lost_binding_answer_keeps_the_node_counted_and_is_never_resent(
             healed = time.monotonic()
             await until(lambda: getattr(scheduler.placements.get(f"{ns}/a"), "node", None) == node, "A recorded")
             report("binding answer lost -> pod recorded bound after heal", time.monotonic() - healed)
-            await until(lambda: server_events(cp, ns, "a", "Scheduled"), "A's Scheduled event", 30)
+            await until(lambda: server_events(cp, ns, "a", "Scheduled"), "A's Scheduled event", within=30)
             report("binding answer lost -> Scheduled event on the server after heal", time.monotonic() - healed)
             # The watch is back (it shows B's status patch, written during the cut) and A counted as bound.
-            await until(lambda: not scheduler.cache.is_assumed(uid["a"]), "the watch confirming A", 30)
+            await until(lambda: not scheduler.cache.is_assumed(uid["a"]), "the watch confirming A", within=30)
             report("binding answer lost -> the watch shows the pod after heal", time.monotonic() - healed)
             assert scheduler.cache.pod_node(uid["a"]) == node
             assert node_of(cp, ns, "b") is None
@@ -138,7 +127,7 @@ async def test_a_lost_binding_answer_keeps_the_node_counted_and_is_never_resent(
             # A goes: its room is B's.
             cp.api("DELETE", f"/api/v1/namespaces/{ns}/pods/a", params={"gracePeriodSeconds": "0"})
             freed = time.monotonic()
-            await until(lambda: node_of(cp, ns, "b") == node, "B bound once A is gone", 30)
+            await until(lambda: node_of(cp, ns, "b") == node, "B bound once A is gone", within=30)
             report("pod B (no room while A unknown) bound after A deleted", time.monotonic() - freed)
             assert sent.count(("POST", f"/api/v1/namespaces/{ns}/pods/b/binding")) == 1
         finally:

@@ -12,12 +12,10 @@ end); cluster-scoped names carry that namespace, and the ones created for real a
 from __future__ import annotations
 
 import contextlib
-import socket
 import subprocess
 import sys
-import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +27,8 @@ from kubesched.cli import manifests_cmd
 from kubesched.cli.main import build_parser
 from kubesched.deploy import extender, render, scheduler
 from kubesched.testing.controlplane import ApiError, ControlPlane
+from kubesched.testing.process import free_port
+from kubesched.testing.waiting import wait_until
 
 pytestmark = pytest.mark.controlplane
 
@@ -51,15 +51,6 @@ def rendered(mode: str, *argv: str) -> list[Obj]:
 def find(objects: list[Obj], kind: str, name: str) -> Obj:
     (obj,) = [o for o in objects if o["kind"] == kind and o["metadata"]["name"] == name]
     return obj
-
-
-def eventually(check: Callable[[], Any], what: str, timeout: float = 30.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while not (value := check()):
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"timed out waiting for {what}")
-        time.sleep(0.2)
-    return value
 
 
 class Endpoints:
@@ -129,7 +120,7 @@ class Cluster:
     def expect(self, account: str, allowed: bool, verb: str, resource: str, **attributes: str) -> None:
         # The RBAC authorizer follows bindings through informers: give a new grant a moment to arrive.
         what = f"{account} {'may' if allowed else 'may not'} {verb} {resource} {attributes}"
-        eventually(lambda: self.can(account, verb, resource, **attributes) == allowed, what, timeout=10)
+        wait_until(lambda: self.can(account, verb, resource, **attributes) == allowed, what, within=10)
 
 
 @pytest.fixture(scope="module")
@@ -235,7 +226,7 @@ def test_the_second_kube_scheduler_runs_with_the_rendered_config_and_rbac(
     )
     try:
         lease_path = f"/apis/coordination.k8s.io/v1/namespaces/{NS}/leases/{extender.SCHEDULER}"
-        lease = eventually(lambda: _get(control_plane, lease_path), "kube-scheduler to take its lease", timeout=60)
+        lease = wait_until(lambda: _get(control_plane, lease_path), "kube-scheduler to take its lease", within=60)
         assert lease["spec"]["holderIdentity"]
         assert "forbidden" not in sched.tail(200).lower(), sched.tail(40)
     finally:
@@ -253,7 +244,7 @@ def test_the_kubesched_scheduler_runs_with_the_rendered_config_and_rbac(
     config.write_text(find(objects, "ConfigMap", scheduler.SCHEDULER)["data"]["config.yaml"])
     user = f"system:serviceaccount:{NS}:{scheduler.SCHEDULER}"
     kubeconfig = control_plane.kubeconfig(user, ["system:serviceaccounts", f"system:serviceaccounts:{NS}"])
-    port = _free_port()
+    port = free_port()
     log = tmp_path / "scheduler.log"
     cmd = [sys.executable, "-m", "kubesched", "scheduler", "run", "--config", str(config)]
     cmd += ["--kubeconfig", str(kubeconfig), "--listen", f"127.0.0.1:{port}", "--log-format", "text"]
@@ -261,9 +252,9 @@ def test_the_kubesched_scheduler_runs_with_the_rendered_config_and_rbac(
         proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT)
     try:
         lease_path = f"/apis/coordination.k8s.io/v1/namespaces/{NS}/leases/{scheduler.SCHEDULER}"
-        eventually(lambda: _alive(proc, log) and _get(control_plane, lease_path), "the scheduler's lease", 60)
+        wait_until(lambda: _alive(proc, log) and _get(control_plane, lease_path), "the scheduler's lease", within=60)
         # Ready means every watch (pods, nodes, namespaces, PodDisruptionBudgets) listed under the rendered RBAC.
-        eventually(lambda: _alive(proc, log) and _ready(port), "the scheduler to be ready", 60)
+        wait_until(lambda: _alive(proc, log) and _ready(port), "the scheduler to be ready", within=60)
     finally:
         proc.terminate()
         try:
@@ -293,10 +284,3 @@ def _ready(port: int) -> bool:
     with contextlib.suppress(httpx.HTTPError):
         return httpx.get(f"http://127.0.0.1:{port}/readyz", timeout=2).status_code == 200
     return False
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port

@@ -7,12 +7,10 @@ confines the scheduler to the test's nodes (other tests share the control plane)
 from __future__ import annotations
 
 import contextlib
-import socket
 import subprocess
 import sys
-import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -21,29 +19,14 @@ import httpx
 import pytest
 import yaml
 
+from kubesched.testing.builders import pod_manifest
 from kubesched.testing.controlplane import ApiError, ControlPlane
+from kubesched.testing.process import free_port
+from kubesched.testing.waiting import wait_until
 
 pytestmark = pytest.mark.controlplane
 API = "kubescheduler.config.k8s.io/v1"
 RUN_LABEL = "kubesched-e2e"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
-
-
-def eventually(check: Callable[[], Any], what: str, timeout: float = 30.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = check()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"timed out waiting for {what}")
-        time.sleep(0.1)
 
 
 class Run:
@@ -128,7 +111,8 @@ class SchedulerProcess:
             "--log-format",
             "text",
         ]
-        self.proc = subprocess.Popen(cmd, stdout=self.log.open("ab"), stderr=subprocess.STDOUT)
+        with self.log.open("ab") as out:  # the child keeps its own copy of the descriptor
+            self.proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT)
 
         def ready() -> bool:
             if self.proc is not None and self.proc.poll() is not None:
@@ -138,7 +122,7 @@ class SchedulerProcess:
             return False
 
         if wait_ready:
-            eventually(ready, "the scheduler to be ready")
+            wait_until(ready, "the scheduler to be ready")
         return self
 
     def stop(self) -> int | None:
@@ -199,14 +183,7 @@ def nodes(cp: ControlPlane, run: Run, specs: dict[str, dict[str, Any]]) -> Itera
 def pod(
     name: str, scheduler: str, cpu: str = "100m", *, priority_class: str | None = None, **spec: Any
 ) -> dict[str, Any]:
-    body: dict[str, Any] = {
-        "schedulerName": scheduler,
-        "containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10", "resources": {"requests": {"cpu": cpu}}}],
-        **spec,
-    }
-    if priority_class:
-        body["priorityClassName"] = priority_class
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name}, "spec": body}
+    return pod_manifest(name, scheduler=scheduler, requests={"cpu": cpu}, priority_class=priority_class, **spec)
 
 
 def create(cp: ControlPlane, ns: str, *pods: dict[str, Any]) -> None:
@@ -278,7 +255,7 @@ def test_pods_are_bound_as_the_plugins_dictate(
             pod("host-port-b", run.scheduler, containers=[_port_container(8080)]),
         )
         for name in ("wants-ssd", "tolerates-gpu", "least-allocated", "host-port-a", "host-port-b"):
-            eventually(lambda n=name: node_of(cp, ns, n), f"{name} bound")  # type: ignore[misc]
+            wait_until(lambda n=name: node_of(cp, ns, n), f"{name} bound")  # type: ignore[misc]
         assert node_of(cp, ns, "wants-ssd") == run.node("ssd")
         assert node_of(cp, ns, "tolerates-gpu") == run.node("gpu")
         assert node_of(cp, ns, "least-allocated") == run.node("big")
@@ -317,7 +294,7 @@ def test_no_node_goes_over_its_allocatable_when_many_pods_arrive_at_once(
             bound = sum(1 for i in range(30) if node_of(cp, ns, f"p{i}"))
             return bound == 12 and sched.metric("scheduler_pending_pods", queue="unschedulable") == 18
 
-        eventually(settled, "12 pods bound and 18 parked", timeout=60)
+        wait_until(settled, "12 pods bound and 18 parked", within=60)
         per_node: dict[str, int] = {n: 0 for n in names}
         for i in range(30):
             node = node_of(cp, ns, f"p{i}")
@@ -333,7 +310,7 @@ def test_an_unschedulable_pod_gets_the_condition_and_events_kube_scheduler_write
     specs = {"a": {"allocatable": {"cpu": "2", "memory": "8Gi", "pods": "110"}}}
     with nodes(cp, run, specs), running(cp, tmp_path, run.config()) as sched:
         create(cp, ns, pod("too-big", run.scheduler, "64"))
-        cond = eventually(lambda: condition(cp, ns, "too-big"), "a PodScheduled condition")
+        cond = wait_until(lambda: condition(cp, ns, "too-big"), "a PodScheduled condition")
         total = len(cp.api("GET", "/api/v1/nodes")["items"])
         assert cond["status"] == "False" and cond["reason"] == "Unschedulable"
         message = cond["message"]
@@ -342,7 +319,7 @@ def test_an_unschedulable_pod_gets_the_condition_and_events_kube_scheduler_write
         assert message.endswith(
             f"preemption: 0/{total} nodes are available: {total} Preemption is not helpful for scheduling."
         )
-        failed = eventually(
+        failed = wait_until(
             lambda: [e for e in events(cp, ns, "too-big") if e["reason"] == "FailedScheduling"], "FailedScheduling"
         )
         event = failed[0]
@@ -366,12 +343,12 @@ def test_an_unschedulable_pod_gets_the_condition_and_events_kube_scheduler_write
             def series() -> list[dict[str, Any]]:
                 return [e for e in events(cp, ns, "too-big") if e["reason"] == "FailedScheduling" and e.get("series")]
 
-            again = eventually(series, "a FailedScheduling series", timeout=30)
+            again = wait_until(series, "a FailedScheduling series", within=30)
             assert again[0]["series"]["count"] >= 2 and again[0]["metadata"]["name"] == event["metadata"]["name"]
             assert len([e for e in events(cp, ns, "too-big") if e["reason"] == "FailedScheduling"]) == 1
         # A node that fits: the pool moves the pod and it is bound.
         with nodes(cp, run, {"huge": {"allocatable": {"cpu": "128", "memory": "64Gi", "pods": "110"}}}):
-            assert eventually(lambda: node_of(cp, ns, "too-big"), "too-big bound after a node was added") == run.node(
+            assert wait_until(lambda: node_of(cp, ns, "too-big"), "too-big bound after a node was added") == run.node(
                 "huge"
             )
             cp.api("DELETE", f"/api/v1/namespaces/{ns}/pods/too-big", params={"gracePeriodSeconds": "0"})
@@ -383,11 +360,13 @@ def test_scheduling_gates_hold_a_pod_until_removed(
     cp, run, ns = control_plane, Run(), kube_namespace
     with nodes(cp, run, {"a": {}}), running(cp, tmp_path, run.config()) as sched:
         create(cp, ns, pod("gated", run.scheduler, schedulingGates=[{"name": "example.com/wait"}]))
-        eventually(lambda: sched.metric("scheduler_pending_pods", queue="gated") == 1, "the pod gated")
-        time.sleep(1)
+        wait_until(lambda: sched.metric("scheduler_pending_pods", queue="gated") == 1, "the pod gated")
+        # A pod created later is scheduled: the scheduler is past the gated one, which must still wait.
+        create(cp, ns, pod("after", run.scheduler))
+        wait_until(lambda: node_of(cp, ns, "after"), "a later pod bound")
         assert node_of(cp, ns, "gated") is None
         cp.api("PATCH", f"/api/v1/namespaces/{ns}/pods/gated", {"spec": {"schedulingGates": None}})
-        assert eventually(lambda: node_of(cp, ns, "gated"), "gated pod bound") == run.node("a")
+        assert wait_until(lambda: node_of(cp, ns, "gated"), "gated pod bound") == run.node("a")
 
 
 @contextlib.contextmanager
@@ -442,7 +421,7 @@ def test_preemption_evicts_the_least_important_victims(
             pod("mid", run.scheduler, "1", priority_class=pc["mid"]),
         )
         for name in ("lower", "low", "mid"):
-            eventually(lambda n=name: node_of(cp, ns, n), f"{name} bound")  # type: ignore[misc]
+            wait_until(lambda n=name: node_of(cp, ns, n), f"{name} bound")  # type: ignore[misc]
         create(cp, ns, pod("high", run.scheduler, "2", priority_class=pc["high"]))
 
         def victims_marked() -> list[str]:
@@ -461,13 +440,13 @@ def test_preemption_evicts_the_least_important_victims(
             marked = victims_marked()
             return marked if len(marked) >= 2 else None
 
-        marked = eventually(two_marked, "victims being deleted")
+        marked = wait_until(two_marked, "victims being deleted")
         assert sorted(marked) == ["low", "lower"]
         assert get(cp, ns, "high")["status"].get("nominatedNodeName") == run.node("a")
         preempted = [e for e in events(cp, ns, "low") if e["reason"] == "Preempted"]
         assert preempted and preempted[0]["note"].startswith("Preempted by pod ")
         assert sorted(act_as_kubelet(cp, ns)) == ["low", "lower"]
-        assert eventually(lambda: node_of(cp, ns, "high"), "the preemptor bound") == run.node("a")
+        assert wait_until(lambda: node_of(cp, ns, "high"), "the preemptor bound") == run.node("a")
         assert node_of(cp, ns, "mid") == run.node("a")
 
 
@@ -477,18 +456,18 @@ def test_two_replicas_only_the_leader_binds_and_the_other_takes_over(
     cp, run, ns = control_plane, Run(), kube_namespace
     config = run.config(leader_elect=True)
     with nodes(cp, run, {"a": {}}), running(cp, tmp_path, config, "first") as first:
-        eventually(lambda: "became the leader" in first.tail(), "the first replica leading")
+        wait_until(lambda: "became the leader" in first.tail(), "the first replica leading")
         with running(cp, tmp_path, config, "second") as second:
             create(cp, ns, pod("p1", run.scheduler))
-            eventually(lambda: node_of(cp, ns, "p1"), "p1 bound")
+            wait_until(lambda: node_of(cp, ns, "p1"), "p1 bound")
             assert first.metric("scheduler_schedule_attempts_total", profile=run.scheduler, result="scheduled") == 1
             assert second.metric("scheduler_schedule_attempts_total", profile=run.scheduler, result="scheduled") == 0
             assert second.metric("kubesched_scheduler_is_leader") == 0
             assert "became the leader" not in second.tail()
             assert first.stop() == 0  # graceful: releases the lease
-            eventually(lambda: "became the leader" in second.tail(), "the second replica taking over", timeout=20)
+            wait_until(lambda: "became the leader" in second.tail(), "the second replica taking over", within=20)
             create(cp, ns, pod("p2", run.scheduler))
-            eventually(lambda: node_of(cp, ns, "p2"), "p2 bound by the new leader")
+            wait_until(lambda: node_of(cp, ns, "p2"), "p2 bound by the new leader")
             assert second.metric("scheduler_schedule_attempts_total", profile=run.scheduler, result="scheduled") == 1
         lease = cp.api("GET", f"/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/kubesched-{run.id}")
         assert lease["spec"]["leaseTransitions"] >= 1
@@ -502,7 +481,9 @@ def test_a_config_change_is_applied_while_running_and_a_bad_one_refused(
     other = f"{run.scheduler}-b"
     with nodes(cp, run, {"a": {}}), running(cp, tmp_path, run.config()) as sched:
         create(cp, ns, pod("for-b", other))
-        time.sleep(1)
+        # A pod of the running profile, created later, is scheduled: the scheduler has seen for-b by then.
+        create(cp, ns, pod("first-a", run.scheduler))
+        wait_until(lambda: node_of(cp, ns, "first-a"), "a later pod of the running profile bound")
         assert node_of(cp, ns, "for-b") is None  # no profile of that name yet
         # Bad: refused, with its errors in the log; the running configuration stays.
         bad = run.config(
@@ -510,15 +491,15 @@ def test_a_config_change_is_applied_while_running_and_a_bad_one_refused(
         )
         bad["percentageOfNodesToScore"] = 500
         sched.config.write_text(yaml.safe_dump(bad))
-        eventually(lambda: sched.metric("kubesched_scheduler_config_reloads_total", result="refused") >= 1, "refusal")
+        wait_until(lambda: sched.metric("kubesched_scheduler_config_reloads_total", result="refused") >= 1, "refusal")
         log = sched.tail()
         assert "unknown plugin 'Nope'" in log and "percentageOfNodesToScore: not in range [0-100]" in log
         create(cp, ns, pod("still-a", run.scheduler))
-        assert eventually(lambda: node_of(cp, ns, "still-a"), "still-a bound by the running config") == run.node("a")
+        assert wait_until(lambda: node_of(cp, ns, "still-a"), "still-a bound by the running config") == run.node("a")
         # Good: a second profile appears, and its pending pod is scheduled.
         good = run.config(profiles=[{"schedulerName": run.scheduler}, {"schedulerName": other}])
         sched.config.write_text(yaml.safe_dump(good))
-        assert eventually(lambda: node_of(cp, ns, "for-b"), "for-b bound after the reload") == run.node("a")
+        assert wait_until(lambda: node_of(cp, ns, "for-b"), "for-b bound after the reload") == run.node("a")
         assert sched.metric("kubesched_scheduler_config_reloads_total", result="applied") >= 1
 
 
@@ -544,12 +525,12 @@ def test_preemption_respects_pod_disruption_budgets(
         protected["metadata"]["labels"] = {"app": "protected"}
         create(cp, ns, protected, pod("other", run.scheduler, "1", priority_class=pc["low"]))
         for name in ("protected", "other"):
-            eventually(lambda n=name: node_of(cp, ns, n), f"{name} bound")  # type: ignore[misc]
+            wait_until(lambda n=name: node_of(cp, ns, n), f"{name} bound")  # type: ignore[misc]
         create(cp, ns, pod("high", run.scheduler, "1", priority_class=pc["high"]))
-        eventually(lambda: get(cp, ns, "other")["metadata"].get("deletionTimestamp"), "other being preempted")
+        wait_until(lambda: get(cp, ns, "other")["metadata"].get("deletionTimestamp"), "other being preempted")
         assert not get(cp, ns, "protected")["metadata"].get("deletionTimestamp")
         act_as_kubelet(cp, ns)
-        assert eventually(lambda: node_of(cp, ns, "high"), "the preemptor bound") == run.node("a")
+        assert wait_until(lambda: node_of(cp, ns, "high"), "the preemptor bound") == run.node("a")
 
 
 def test_pods_of_a_replicaset_are_spread_by_default_as_kube_scheduler_spreads_them(
@@ -590,11 +571,11 @@ def test_pods_of_a_replicaset_are_spread_by_default_as_kube_scheduler_spreads_th
             got = [node_of(cp, ns, f"{prefix}-{i}") for i in range(8)]
             return got if all(got) else None
 
-        placed = eventually(bound, "all 8 bound")
+        placed = wait_until(bound, "all 8 bound")
         counts = {name: placed.count(name) for name in (run.node("big"), run.node("small"))}
         for i in range(8):
             cp.api("DELETE", f"/api/v1/namespaces/{ns}/pods/{prefix}-{i}", params={"gracePeriodSeconds": "0"})
-        eventually(lambda: not cp.api("GET", f"/api/v1/namespaces/{ns}/pods")["items"], "pods gone")
+        wait_until(lambda: not cp.api("GET", f"/api/v1/namespaces/{ns}/pods")["items"], "pods gone")
         return counts
 
     with nodes(cp, run, specs):

@@ -9,7 +9,8 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from kubesched.testing.controlplane import ControlPlane
-from tests.integration.test_scheduler_e2e import Run, create, eventually, node_of, nodes, pod, running
+from kubesched.testing.waiting import wait_until
+from tests.integration.test_scheduler_e2e import Run, create, node_of, nodes, pod, running
 
 pytestmark = pytest.mark.controlplane
 
@@ -60,7 +61,7 @@ def test_live_metrics_show_kube_schedulers_families(
                 and total(v, "scheduler_unschedulable_pods", plugin="NodeResourcesFit", profile=run.scheduler) == 1
             )
 
-        eventually(settled, "4 pods bound, 1 parked, and the metrics saying so", timeout=60)
+        wait_until(settled, "4 pods bound, 1 parked, and the metrics saying so", within=60)
         v = values()
         names = {n for n, _ in v}
         for family, kind in FAMILIES.items():

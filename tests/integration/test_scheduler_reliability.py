@@ -11,13 +11,13 @@ from typing import Any
 import pytest
 
 from kubesched.testing.controlplane import ControlPlane
+from kubesched.testing.process import free_port
+from kubesched.testing.waiting import wait_until
 from tests.integration.test_scheduler_e2e import (
     RUN_LABEL,
     Run,
     create,
     events,
-    eventually,
-    free_port,
     node_of,
     nodes,
     pod,
@@ -54,15 +54,15 @@ def test_a_plugin_raising_for_one_pod_fails_only_that_pod_and_the_scheduler_keep
         bad = pod("bad", run.scheduler)
         bad["metadata"]["labels"] = {"bad": "yes"}
         create(cp, ns, pod("good-0", run.scheduler), bad, pod("good-1", run.scheduler))
-        eventually(lambda: node_of(cp, ns, "good-0") and node_of(cp, ns, "good-1"), "the good pods bound")
+        wait_until(lambda: node_of(cp, ns, "good-0") and node_of(cp, ns, "good-1"), "the good pods bound")
 
         def failed() -> list[dict[str, Any]]:
             return [e for e in events(cp, ns, "bad") if e["reason"] == "FailedScheduling"]
 
-        note = eventually(failed, "a FailedScheduling event for the bad pod")[0]["note"]
+        note = wait_until(failed, "a FailedScheduling event for the bad pod")[0]["note"]
         assert note == "running \"Boom\" filter plugin: KeyError: 'zone'"
         # Retried with backoff (attempts grow), and the process is still alive.
-        eventually(
+        wait_until(
             lambda: (
                 sched.metric(
                     "kubesched_scheduler_plugin_errors_total",
@@ -92,26 +92,27 @@ def test_without_a_config_the_live_scheduler_serves_kubesched_beside_kube_schedu
     cmd += ["--listen", f"127.0.0.1:{port}", "--log-format", "text"]
     confine = {"nodeSelector": {RUN_LABEL: run.id}}
     with nodes(cp, run, {"a": {"allocatable": {"cpu": "8", "memory": "8Gi", "pods": "110"}}}):
-        proc = subprocess.Popen(cmd, stdout=log.open("ab"), stderr=subprocess.STDOUT)
+        with log.open("ab") as out:  # the child keeps its own copy of the descriptor
+            proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT)
         try:
             plain = [pod(f"plain-{i}", "default-scheduler", **confine) for i in range(3)]
             ours = [pod(f"ours-{i}", "kubesched", **confine) for i in range(3)]
             create(cp, ns, *plain, *ours)
             for p in plain + ours:
                 name = p["metadata"]["name"]
-                eventually(lambda name=name: node_of(cp, ns, name), f"{name} bound", timeout=60)
+                wait_until(lambda name=name: node_of(cp, ns, name), f"{name} bound", within=60)
 
             def scheduled(name: str) -> list[dict[str, Any]]:
                 return [e for e in events(cp, ns, name) if e["reason"] == "Scheduled"]
 
             for p in plain:
                 name = p["metadata"]["name"]
-                got = eventually(lambda name=name: scheduled(name), f"the Scheduled event of {name}")
+                got = wait_until(lambda name=name: scheduled(name), f"the Scheduled event of {name}")
                 assert [e["reportingController"] for e in got] == ["default-scheduler"]
             instances = set()
             for p in ours:
                 name = p["metadata"]["name"]
-                got = eventually(lambda name=name: scheduled(name), f"the Scheduled event of {name}")
+                got = wait_until(lambda name=name: scheduled(name), f"the Scheduled event of {name}")
                 assert [e["reportingController"] for e in got] == ["kubesched"]
                 instances.add(got[0]["reportingInstance"])
             # One instance, told apart from kube-scheduler's <controller>-<hostname> by the process identity.
@@ -165,9 +166,9 @@ def test_the_live_scheduler_imports_and_builds_a_user_plugin_once_at_start_up(
     with nodes(cp, run, specs), running(cp, tmp_path, config) as sched:
         assert log.read_text().splitlines() == ["imported", "built"]
         create(cp, ns, pod("p", run.scheduler))
-        eventually(lambda: node_of(cp, ns, "p"), "the pod bound through the user's plugin")
+        wait_until(lambda: node_of(cp, ns, "p"), "the pod bound through the user's plugin")
         assert log.read_text().splitlines() == ["imported", "built"]
         # A changed plugin file is a reload: imported and built again, once.
         plugin.write_text(COUNTED + "\n# changed\n")
-        eventually(lambda: sched.metric("kubesched_scheduler_config_reloads_total", result="applied") >= 1, "reload")
+        wait_until(lambda: sched.metric("kubesched_scheduler_config_reloads_total", result="applied") >= 1, "reload")
         assert log.read_text().splitlines() == ["imported", "built", "imported", "built"]

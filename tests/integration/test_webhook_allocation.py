@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Callable
 from pathlib import Path
 
 import httpx
@@ -13,6 +12,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from kubesched.testing.controlplane import ControlPlane
+from kubesched.testing.waiting import wait_until
 
 from .test_webhook_serve import Webhook, start_webhook
 
@@ -33,15 +33,6 @@ def _series(hook: Webhook, name: str) -> dict[str, float]:
     }
 
 
-def _eventually(check: Callable[[], bool], what: str, timeout: float = 30) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if check():
-            return
-        time.sleep(0.2)
-    raise AssertionError(f"not within {timeout}s: {what}")
-
-
 def test_managed_resources_per_node(control_plane: ControlPlane, kube_namespace: str, tmp_path: Path) -> None:
     cp, node = control_plane, f"alloc-{RUN}"
     cp.create_node(node, allocatable={"cpu": "4", "memory": "8Gi", "pods": "110", GPU: "4"})
@@ -50,7 +41,7 @@ def test_managed_resources_per_node(control_plane: ControlPlane, kube_namespace:
     )
     try:
         alloc, req = "kubesched_webhook_node_resource_allocatable", "kubesched_webhook_node_resource_requested"
-        _eventually(lambda: _series(hook, alloc).get(node) == 4, "allocatable 4 on the node")
+        wait_until(lambda: _series(hook, alloc).get(node) == 4, "allocatable 4 on the node")
         assert _series(hook, req).get(node) == 0
         pod = {
             "apiVersion": "v1",
@@ -64,17 +55,17 @@ def test_managed_resources_per_node(control_plane: ControlPlane, kube_namespace:
             },
         }
         cp.api("POST", f"/api/v1/namespaces/{kube_namespace}/pods", pod)
-        _eventually(lambda: _series(hook, req).get(node) == 3, "the bound pod's 3 counted on the node")
+        wait_until(lambda: _series(hook, req).get(node) == 3, "the bound pod's 3 counted on the node")
         # The other side restarted: the watches resume and a pod created afterwards is counted.
         cp.restart_apiserver()
         ready = time.monotonic()
         pod["metadata"]["name"] = "gpu-user-2"
         pod["spec"]["containers"][0]["resources"]["limits"][GPU] = "1"
         cp.api("POST", f"/api/v1/namespaces/{kube_namespace}/pods", pod)
-        _eventually(lambda: _series(hook, req).get(node) == 4, "counted after kube-apiserver restarted", 60)
+        wait_until(lambda: _series(hook, req).get(node) == 4, "counted after kube-apiserver restarted", within=60)
         print(f"\nkube-apiserver restarted -> webhook allocation current after {time.monotonic() - ready:.1f} s")
         cp.delete_node(node)
-        _eventually(lambda: node not in _series(hook, alloc), "the deleted node's series gone")
+        wait_until(lambda: node not in _series(hook, alloc), "the deleted node's series gone")
         assert node not in _series(hook, req)
     finally:
         cp.delete_node(node)

@@ -18,7 +18,9 @@ from typing import Any
 import httpx
 import pytest
 
+from kubesched.testing.builders import pod_manifest
 from kubesched.testing.controlplane import ApiError, ControlPlane
+from kubesched.testing.waiting import wait_until
 
 from .test_webhook_serve import Webhook, start_webhook
 
@@ -52,12 +54,7 @@ rules:
 
 
 def pod(name: str, *, labels: dict[str, str] | None = None, **spec: Any) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": name, "labels": labels or {}},
-        "spec": {"containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10"}], **spec},
-    }
+    return pod_manifest(name, labels=labels or {}, **spec)
 
 
 def hook(name: str, url: str, ca: Path, selector: dict[str, str], failure_policy: str = "Fail") -> dict[str, Any]:
@@ -94,15 +91,6 @@ def register(cp: ControlPlane, kind: str, name: str, hooks: list[dict[str, Any]]
 def create(cp: ControlPlane, ns: str, body: dict[str, Any], *, dry_run: bool = False) -> Any:
     params = {"dryRun": "All"} if dry_run else None
     return cp.api("POST", f"/api/v1/namespaces/{ns}/pods", body, params=params)
-
-
-def eventually(check: Callable[[], bool], what: str, timeout: float = 20) -> None:
-    """The API server picks up new webhook configurations (and our watch new nodes) within moments."""
-    deadline = time.monotonic() + timeout
-    while not check():
-        if time.monotonic() > deadline:
-            raise TimeoutError(what)
-        time.sleep(0.2)
 
 
 def denied(cp: ControlPlane, ns: str, body: dict[str, Any]) -> str | None:
@@ -167,7 +155,7 @@ def ns(control_plane: ControlPlane, kube_namespace: str, webhook: Webhook) -> st
     """A fresh namespace the webhooks select, once the API server calls them."""
     control_plane.api("PATCH", f"/api/v1/namespaces/{kube_namespace}", {"metadata": {"labels": {SELECT: "on"}}})
     probe = pod("probe", schedulerName=SCHEDULER)
-    eventually(lambda: denied(control_plane, kube_namespace, probe) is not None, "webhooks not called")
+    wait_until(lambda: denied(control_plane, kube_namespace, probe) is not None, "webhooks not called")
     return kube_namespace
 
 
@@ -237,7 +225,7 @@ def test_nodes_added_later_are_seen_through_the_watch(control_plane: ControlPlan
     assert "can never be scheduled" in (denied(control_plane, ns, body) or "")
     control_plane.create_node(late, labels={"example.com/late": RUN})
     try:
-        eventually(lambda: denied(control_plane, ns, body) is None, "the new node was not seen")
+        wait_until(lambda: denied(control_plane, ns, body) is None, "the new node was not seen")
     finally:
         control_plane.delete_node(late)
 
@@ -264,7 +252,7 @@ def test_failure_policy_with_the_webhook_down(control_plane: ControlPlane, kube_
     violating = pod("violating", schedulerName=SCHEDULER)
     try:
         for ns in (fail_ns, ignore_ns):
-            eventually(lambda ns=ns: denied(cp, ns, violating) is not None, f"webhook not called in {ns}")
+            wait_until(lambda ns=ns: denied(cp, ns, violating) is not None, f"webhook not called in {ns}")
         assert denied(cp, outside_ns, violating) is None
         assert server.stop() == 0
 

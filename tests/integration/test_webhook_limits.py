@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from kubesched.testing.waiting import until
+
 from .test_webhook_serve import Webhook, review, start_webhook
 
 CONFIG = "rules:\n- requireLabel: {schedulerName: kubesched, label: custom}\n"
@@ -50,9 +52,11 @@ async def answer(reader: asyncio.StreamReader) -> tuple[int, dict[str, str], byt
 async def judged(hook: Webhook) -> bool:
     """One good review on a new connection answered 200 with the denial of the rule."""
     reader, writer = await connect(hook)
-    writer.write(post(GOOD))
-    status, _, body = await asyncio.wait_for(answer(reader), 5)
-    writer.close()
+    try:
+        writer.write(post(GOOD))
+        status, _, body = await asyncio.wait_for(answer(reader), 5)
+    finally:
+        writer.close()
     return status == 200 and json.loads(body)["response"]["allowed"] is False
 
 
@@ -94,34 +98,38 @@ async def test_silent_slow_and_idle_clients_are_closed(hook: Webhook) -> None:
     host, port = hook.url.removeprefix("https://").split(":")
     reader, writer = await asyncio.open_connection(host, int(port))  # TCP only, no TLS handshake
     assert await closed_within(reader, 5) == b""
+    writer.close()
     reader, writer = await connect(hook)  # TLS, then nothing
     assert await closed_within(reader, 5) == b""
+    writer.close()
     reader, writer = await connect(hook)
     writer.write(b"POST /validate HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{")
     assert await closed_within(reader, 5) == b""  # the body never finished: closed after --body-timeout
+    writer.close()
     reader, writer = await connect(hook)
     writer.write(post(GOOD))
     assert (await asyncio.wait_for(answer(reader), 5))[0] == 200
     assert await closed_within(reader, 5) == b""  # then idle: closed after --idle-timeout
+    writer.close()
     assert await judged(hook)
 
 
 async def test_connections_past_the_cap_get_503(hook: Webhook) -> None:
     held = [await connect(hook) for _ in range(4)]
-    reader, _ = await connect(hook)
+    reader, refused = await connect(hook)
     status, _, body = await asyncio.wait_for(answer(reader), 5)
+    refused.close()
     assert status == 503 and b"--max-connections 4" in body
     for _, writer in held:
         writer.close()
-    for _ in range(50):  # closed connections free their slots
+
+    async def served() -> bool:
         try:
-            if await judged(hook):
-                break
+            return bool(await judged(hook))
         except (ConnectionError, ssl.SSLError, asyncio.IncompleteReadError, ValueError, IndexError):
-            pass
-        await asyncio.sleep(0.1)
-    else:
-        pytest.fail("the webhook did not accept connections again")
+            return False
+
+    await until(served, "the webhook accepting connections again (closed ones free their slots)", within=10)
 
 
 async def test_head_sends_no_body(hook: Webhook) -> None:
@@ -139,6 +147,9 @@ def test_tls_handshake_stays_required(hook: Webhook, tmp_path: Path) -> None:
         host, port = hook.url.removeprefix("https://").split(":")
         reader, writer = await asyncio.open_connection(host, int(port))
         writer.write(post(GOOD))
-        return await closed_within(reader, 5)
+        try:
+            return await closed_within(reader, 5)
+        finally:
+            writer.close()
 
     assert b"HTTP/1.1 200" not in asyncio.run(plain())

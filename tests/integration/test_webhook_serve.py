@@ -3,17 +3,18 @@ bad requests answered with 400 while it keeps serving, a clean exit on SIGTERM."
 
 from __future__ import annotations
 
+import contextlib
 import ssl
 import subprocess
 import sys
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
 import pytest
 
-from .extender_harness import free_port
+from kubesched.testing.process import free_port
+from kubesched.testing.waiting import WaitTimeout, wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
 KUBESCHED = [sys.executable, "-m", "kubesched"]
@@ -91,18 +92,22 @@ def start_webhook(workdir: Path, config: str, *args: str, timeout: float = 30) -
             stderr=subprocess.STDOUT,
         )
     hook = Webhook(proc, f"https://127.0.0.1:{port}", pki / "ca.crt", log)
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+
+    def alive() -> None:
         if proc.poll() is not None:
             raise RuntimeError(f"webhook exited with {proc.returncode}:\n{hook.output()}")
-        try:
-            if httpx.get(f"{hook.url}/readyz", verify=hook.tls(), timeout=2).status_code == 200:
-                return hook
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.1)
-    hook.stop()
-    raise TimeoutError(f"webhook not ready after {timeout}s:\n{hook.output()}")
+
+    def ready() -> bool:
+        with contextlib.suppress(httpx.HTTPError):
+            return httpx.get(f"{hook.url}/readyz", verify=hook.tls(), timeout=2).status_code == 200
+        return False
+
+    try:
+        wait_until(ready, "the webhook ready", within=timeout, alive=alive)
+    except WaitTimeout:
+        hook.stop()
+        raise TimeoutError(f"webhook not ready after {timeout}s:\n{hook.output()}") from None
+    return hook
 
 
 CONFIG = """

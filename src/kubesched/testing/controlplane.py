@@ -244,7 +244,7 @@ class ControlPlane:
         self._client = httpx.Client(base_url=self.url, verify=self._admin_tls, timeout=30.0, trust_env=False)
 
         def default_namespace() -> bool:
-            return self._get_or_none("/api/v1/namespaces/default") is not None
+            return self.get_or_none("/api/v1/namespaces/default") is not None
 
         # /readyz does not wait for the system-namespaces controller; tests often start in "default".
         wait_until(default_namespace, what="namespace default", process=self._apiserver, timeout=self.start_timeout)
@@ -353,7 +353,8 @@ class ControlPlane:
             raise ApiError(method, path, resp.status_code, body)
         return body
 
-    def _get_or_none(self, path: str) -> Any:
+    def get_or_none(self, path: str) -> Any:
+        """GET ``path`` (decoded JSON), or None when the API server answers 404."""
         try:
             return self.api("GET", path)
         except ApiError as err:
@@ -408,7 +409,7 @@ class ControlPlane:
         Pods go first with grace period 0: without a kubelet a bound pod would otherwise stay "terminating"
         and keep holding its node's resources in the scheduler's cache.
         """
-        if self._get_or_none(f"/api/v1/namespaces/{name}") is None:
+        if self.get_or_none(f"/api/v1/namespaces/{name}") is None:
             return
         self.api("DELETE", f"/api/v1/namespaces/{name}/pods", params={"gracePeriodSeconds": "0"})
         ns = self.api("DELETE", f"/api/v1/namespaces/{name}")
@@ -417,7 +418,7 @@ class ControlPlane:
             self._ignore_404("PUT", f"/api/v1/namespaces/{name}/finalize", ns)
             self._ignore_404("DELETE", f"/api/v1/namespaces/{name}")
         deadline = time.monotonic() + timeout
-        while self._get_or_none(f"/api/v1/namespaces/{name}") is not None:
+        while self.get_or_none(f"/api/v1/namespaces/{name}") is not None:
             if time.monotonic() > deadline:
                 raise TimeoutError(f"namespace {name} still exists after {timeout:.0f}s")
             time.sleep(0.1)

@@ -23,6 +23,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from kubesched.errors import HarnessError
+from kubesched.testing import waiting
 
 STOP_GRACE_SECONDS = 10.0
 _PR_SET_PDEATHSIG = 1
@@ -144,18 +145,15 @@ class ManagedProcess:
 
 def wait_until(check: Callable[[], bool], *, what: str, process: ManagedProcess, timeout: float) -> None:
     """Poll ``check`` until it is true; fail early if ``process`` dies, or after ``timeout`` seconds."""
-    deadline = time.monotonic() + timeout
-    while True:
-        if check():
-            return
+
+    def alive() -> None:
         if not process.running:
             raise process.died_error()
-        if time.monotonic() > deadline:
-            raise ProcessError(
-                f"timed out after {timeout:.0f}s waiting for {what}; last lines of {process.log_path}:\n"
-                f"{process.tail()}"
-            )
-        time.sleep(0.2)
+
+    try:
+        waiting.wait_until(check, what, within=timeout, interval=0.2, alive=alive)
+    except waiting.WaitTimeout as err:
+        raise ProcessError(f"{err}; last lines of {process.log_path}:\n{process.tail()}") from None
 
 
 def stop_all() -> None:

@@ -101,6 +101,7 @@ def test_dev_cluster_build_says_whose_build_it_waits_for(tmp_path: Path) -> None
         holder.stdin.write("go\n")
         holder.stdin.close()
         holder.wait(timeout=30)
+        holder.stdout.close()
     out, err = waiter.communicate(timeout=60)
     assert waiter.returncode == 0, err
     assert "kube-scheduler v" in out  # the holder's result, without building anything here

@@ -32,12 +32,12 @@ def test_a_closed_pipe_ends_quietly_as_kubectl_does() -> None:
     # `kubesched … -o json | head -c 10`: the reader leaves after 10 bytes; no traceback, 141 as a SIGPIPE.
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
     cmd = [sys.executable, "-m", "kubesched", "scheduler", "run", "--cluster", str(CLUSTER), "-o", "json"]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
-    assert proc.stdout is not None and proc.stderr is not None
-    first = proc.stdout.read(10)
-    proc.stdout.close()  # before the output (~1.5 kB, below the pipe's buffer) is flushed at exit
-    err = proc.stderr.read().decode()
-    code = proc.wait(timeout=60)
+    with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env) as proc:
+        assert proc.stdout is not None and proc.stderr is not None
+        first = proc.stdout.read(10)
+        proc.stdout.close()  # before the output (~1.5 kB, below the pipe's buffer) is flushed at exit
+        err = proc.stderr.read().decode()
+        code = proc.wait(timeout=60)
     assert first.startswith(b"{")
     assert "Traceback" not in err and "BrokenPipeError" not in err, err
     assert code in (0, 141), err  # 0 when the whole output fit in the pipe before it closed
@@ -53,11 +53,11 @@ def test_a_closed_pipe_on_a_big_output_exits_141(tmp_path: Path) -> None:
     path.write_text(json.dumps({"kind": "List", "items": nodes + pods}))
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
     cmd = [sys.executable, "-m", "kubesched", "scheduler", "run", "--cluster", str(path), "-o", "json"]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
-    assert proc.stdout is not None
-    assert proc.stdout.read(10)
-    proc.stdout.close()
-    _, err = proc.communicate(timeout=120)
+    with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env) as proc:
+        assert proc.stdout is not None
+        assert proc.stdout.read(10)
+        proc.stdout.close()
+        _, err = proc.communicate(timeout=120)
     assert "Traceback" not in err.decode(), err.decode()
     assert proc.returncode == 141
 

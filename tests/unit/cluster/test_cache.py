@@ -10,14 +10,12 @@ import pytest
 from kubesched.api.core import Pod
 from kubesched.cluster.cache import ClusterCache
 from kubesched.core.podinfo import compile_pod
-from tests.helpers import make_node
+from kubesched.testing.builders import make_node, make_pod_object
 
 
 def pod(name: str, node: str = "", cpu: str = "500m", **extra: Any) -> Pod:
-    spec = {"nodeName": node, "containers": [{"name": "c", "resources": {"requests": {"cpu": cpu}}}]}
-    spec.update(extra.pop("spec", {}))
-    meta = {"name": name, "namespace": "ns", "uid": f"uid-{name}", **extra}
-    return msgspec.convert({"metadata": meta, "spec": spec}, Pod)
+    spec = extra.pop("spec", {})
+    return make_pod_object(name, namespace="ns", requests={"cpu": cpu}, node_name=node, meta=extra, **spec)
 
 
 def bound(p: Pod, node: str) -> Pod:

@@ -165,6 +165,12 @@ async def auth_server() -> AsyncIterator[tuple[str, list[bytes]]]:
     seen: list[bytes] = []
 
     async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            await answer(reader, writer)
+        finally:
+            writer.close()  # asyncio.start_server leaves it to the handler
+
+    async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         while not reader.at_eof():
             try:
                 head = await reader.readuntil(b"\r\n\r\n")

@@ -10,13 +10,26 @@ import pytest
 
 from kubesched.cluster.http1 import AnswerLost, Fenced, Pool, TransportError
 from kubesched.scheduler.remote.apiserver import truncate_note
+from kubesched.testing.waiting import until
 
 
 @pytest.fixture
 async def server() -> AsyncIterator[tuple[str, list[bytes]]]:
     seen: list[bytes] = []
+    handlers: set[asyncio.Task[None]] = set()
 
     async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        handlers.add(task)  # cancelled at teardown: a silent handler would otherwise outlive the test
+        try:
+            await answer(reader, writer)
+        except (asyncio.IncompleteReadError, ConnectionError):
+            pass  # the client went away
+        finally:
+            writer.close()
+
+    async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         while True:
             head = await reader.readuntil(b"\r\n\r\n") if not reader.at_eof() else b""
             if not head:
@@ -57,6 +70,9 @@ async def server() -> AsyncIterator[tuple[str, list[bytes]]]:
     port = srv.sockets[0].getsockname()[1]
     async with srv:
         yield f"http://127.0.0.1:{port}", seen
+        for task in handlers:
+            task.cancel()
+        await asyncio.gather(*handlers, return_exceptions=True)
 
 
 async def test_lengths_chunks_and_connection_close(server: tuple[str, list[bytes]]) -> None:
@@ -100,7 +116,7 @@ async def test_a_kept_connection_the_server_closed_is_dropped_before_sending(ser
     url, seen = server
     pool = Pool(url, True, {}, size=1)
     assert (await pool.request("GET", "/bye"))[0] == 200
-    await asyncio.sleep(0.05)  # the server's FIN arrives: the reader is at EOF
+    await until(lambda: pool._idle and pool._idle[0].reader.at_eof(), "the server's FIN on the kept connection")
     assert await pool.request("POST", "/x", b"{}") == (409, b"nope!!!")  # on a new connection, sent once
     assert pool.opened == 2
     assert [line for line in seen if line.startswith(b"POST")] == [b"POST /x HTTP/1.1 {}"]
@@ -113,7 +129,7 @@ async def test_idle_connections_older_than_the_idle_timeout_are_not_reused(serve
     await pool.request("GET", "/x")
     await pool.request("GET", "/x")
     assert pool.opened == 1
-    await asyncio.sleep(0.1)
+    await asyncio.sleep(0.1)  # the behaviour under test: time passing beyond the idle timeout
     await pool.request("GET", "/x")
     assert pool.opened == 2
     await pool.aclose()
@@ -134,7 +150,10 @@ async def test_a_silent_server_makes_the_answer_lost_within_the_time_limit(serve
 
 async def test_a_server_that_never_completes_tls_fails_the_connect_within_the_timeout() -> None:
     async def mute(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        await asyncio.Event().wait()
+        try:
+            await reader.read()  # says nothing; ends when the client goes
+        finally:
+            writer.close()
 
     srv = await asyncio.start_server(mute, "127.0.0.1", 0)
     port = srv.sockets[0].getsockname()[1]
@@ -158,10 +177,10 @@ async def test_a_closed_gate_sends_nothing(server: tuple[str, list[bytes]]) -> N
 
 
 async def test_aclose_is_bounded_with_a_request_stuck_on_a_silent_connection(server: tuple[str, list[bytes]]) -> None:
-    url, _ = server
+    url, seen = server
     pool = Pool(url, True, {}, size=1, timeout=60)
     stuck = asyncio.create_task(pool.request("POST", "/silent", b"{}"))
-    await asyncio.sleep(0.1)
+    await until(lambda: any(line.startswith(b"POST /silent") for line in seen), "the request at the server")
     async with asyncio.timeout(2):
         await pool.aclose()
         with pytest.raises(AnswerLost):

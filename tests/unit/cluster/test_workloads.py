@@ -8,17 +8,18 @@ import msgspec
 
 from kubesched.api.core import LabelSelector, LabelSelectorRequirement, Pod, ReplicationController, Service, Workload
 from kubesched.cluster.workloads import Workloads
-from kubesched.core.podinfo import PodCompiler, PodInfo, compile_pod
+from kubesched.core.podinfo import PodCompiler, PodInfo
 from kubesched.framework.interfaces import Handle
 from kubesched.scheduler.profiles.manager import build_default
+from kubesched.testing.builders import make_pod
 
 
 def pod(labels: dict[str, str], owner: tuple[str, str, str] | None = None, controller: bool = True) -> PodInfo:
-    meta: dict[str, Any] = {"name": "p", "namespace": "ns", "uid": "u", "labels": labels}
+    meta: dict[str, Any] = {}
     if owner is not None:
         api_version, kind, name = owner
         meta["ownerReferences"] = [{"apiVersion": api_version, "kind": kind, "name": name, "controller": controller}]
-    return compile_pod(msgspec.convert({"metadata": meta, "spec": {"containers": [{"name": "c"}]}}, Pod))
+    return make_pod("p", namespace="ns", uid="u", labels=labels, meta=meta, containers=[{"name": "c"}])
 
 
 def service(name: str, selector: dict[str, str] | None, namespace: str = "ns") -> Service:

@@ -13,6 +13,7 @@ from kubesched.extender.app import ExtenderApp
 from kubesched.extender.service import ExtenderService
 from kubesched.framework.runtime import Framework
 from kubesched.policies import load, registry_for
+from kubesched.testing.builders import node_json, pod_json
 
 RES = "example.com/custom-resource"
 
@@ -24,19 +25,12 @@ def node(name: str, *, custom: bool = True, unschedulable: bool = False, res: in
     alloc: dict[str, str] = {"cpu": "4", "memory": "8Gi", "pods": "110"}
     if res is not None:
         alloc[RES] = str(res)
-    return {
-        "metadata": {"name": name, "labels": labels},
-        "spec": {"unschedulable": True} if unschedulable else {},
-        "status": {"allocatable": alloc, "capacity": alloc},
-    }
+    return node_json(name, labels=labels, alloc=alloc, unschedulable=unschedulable)
 
 
 def pod(need: int = 1, *, uid: str = "uid-p", name: str = "p", node_name: str = "") -> dict[str, Any]:
-    res = {"requests": {"cpu": "100m", RES: str(need)}} if need else {"requests": {"cpu": "100m"}}
-    spec: dict[str, Any] = {"containers": [{"name": "c", "image": "busybox", "resources": res}]}
-    if node_name:
-        spec["nodeName"] = node_name
-    return {"metadata": {"name": name, "namespace": "default", "uid": uid}, "spec": spec, "status": {}}
+    requests = {"cpu": "100m", RES: str(need)} if need else {"cpu": "100m"}
+    return pod_json(name, uid=uid, requests=requests, image="busybox", node_name=node_name or None)
 
 
 NODES = [

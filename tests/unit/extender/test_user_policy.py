@@ -5,24 +5,20 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import msgspec
-
 from kubesched.api.core import Node
 from kubesched.cluster.cache import ClusterCache
 from kubesched.extender.service import ExtenderService
 from kubesched.framework.runtime import Framework
 from kubesched.policies import load, registry_for
+from kubesched.testing.builders import make_node
 
 EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "licensed_policy.py"
 
 
 def _node(name: str, zone: str) -> Node:
-    alloc = {"cpu": "4", "memory": "8Gi", "pods": "10"}
-    raw = {
-        "metadata": {"name": name, "labels": {"topology.kubernetes.io/zone": zone}},
-        "status": {"allocatable": alloc},
-    }
-    return msgspec.convert(raw, Node)
+    return make_node(
+        name, alloc={"cpu": "4", "memory": "8Gi", "pods": "10"}, labels={"topology.kubernetes.io/zone": zone}
+    )
 
 
 def test_example_policy_filters_by_zone() -> None:

@@ -11,7 +11,7 @@ from kubesched.framework.runtime import Framework
 from kubesched.framework.status import SKIP, SUCCESS, Status
 from kubesched.plugins import in_tree
 from kubesched.plugins.balanced_allocation import NodeResourcesBalancedAllocation, NodeResourcesBalancedAllocationArgs
-from tests.helpers import batch, make_node, make_pod, make_table
+from kubesched.testing.builders import batch, make_node, make_pod, make_table
 
 GPU = "example.com/gpu"
 WITH_GPU = {"resources": [{"name": "cpu"}, {"name": "memory"}, {"name": GPU}]}

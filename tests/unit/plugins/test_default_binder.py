@@ -9,7 +9,7 @@ from kubesched.core.podinfo import PodInfo
 from kubesched.framework.interfaces import ClusterAPIError, CycleState, Handle
 from kubesched.framework.status import SUCCESS, Code, Status
 from kubesched.plugins.default_binder import DefaultBinder
-from tests.helpers import make_pod
+from kubesched.testing.builders import make_pod
 
 
 class FakeCluster:

@@ -8,10 +8,10 @@ from typing import Any
 import msgspec
 import pytest
 
-from kubesched.api.core import Node, Pod
+from kubesched.api.core import Node
 from kubesched.api.policy_v1 import PodDisruptionBudget
 from kubesched.core.nodetable import NodeTable
-from kubesched.core.podinfo import PodInfo, compile_pod
+from kubesched.core.podinfo import PodInfo
 from kubesched.framework.interfaces import ClusterAPIError, CycleState, Handle
 from kubesched.framework.profile import PluginRef, ProfileError, ProfileSpec
 from kubesched.framework.runtime import Framework
@@ -20,7 +20,7 @@ from kubesched.plugins import default_profile_plugins, in_tree
 from kubesched.plugins.default_preemption import DefaultPreemption, Preemption, VictimsMap
 from kubesched.plugins.helpers.preemption_candidates import Candidate, pick_one, split_by_pdb
 from kubesched.scheduler.engine.nominator import Nominator
-from tests.helpers import batch, make_node, make_table
+from kubesched.testing.builders import batch, make_node, make_pod, make_table
 
 HOST = "kubernetes.io/hostname"
 _uids = itertools.count()
@@ -67,12 +67,11 @@ def pod(
     meta: dict[str, Any] | None = None,
     **spec: Any,
 ) -> PodInfo:
-    metadata = {"name": name, "namespace": "default", "uid": f"uid-{name}", "labels": labels or {}, **(meta or {})}
-    if cpu is not None:
-        spec.setdefault("containers", []).append({"name": "c", "resources": {"requests": {"cpu": cpu}}})
     pod_status = {"startTime": start, **(status or {})} if start or status else {}
-    doc = {"metadata": metadata, "spec": {"priority": priority, **spec}, "status": pod_status}
-    return compile_pod(msgspec.convert(doc, Pod))
+    requests = {"cpu": cpu} if cpu is not None else None
+    return make_pod(
+        name, labels=labels or {}, requests=requests, priority=priority, meta=meta, status=pod_status, **spec
+    )
 
 
 def node(name: str, cpu: str = "4", **kwargs: Any) -> Node:

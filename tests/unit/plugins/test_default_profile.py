@@ -13,7 +13,7 @@ from kubesched.framework.profile import PluginRef, ProfileSpec
 from kubesched.framework.runtime import Framework
 from kubesched.plugins import default_profile_plugins, in_tree
 from kubesched.plugins.default_preemption import DefaultPreemption
-from tests.helpers import batch, make_node, make_pod, make_table
+from kubesched.testing.builders import batch, make_node, make_pod, make_table
 
 Z1 = {"zone": "z1"}
 

@@ -2,21 +2,19 @@ from __future__ import annotations
 
 from typing import Any
 
-import msgspec
 import pytest
 
 from kubesched.api.core import Node
 from kubesched.framework.interfaces import CycleState
 from kubesched.plugins.image_locality import ImageLocality
-from tests.helpers import batch, make_pod, make_table
+from kubesched.testing.builders import batch, make_node, make_pod, make_table
 
 MB = 1024 * 1024
 
 
 def node(name: str, images: dict[str, int]) -> Node:
     """A node reporting each image name (as given, no normalisation) with its size in MiB."""
-    reported = [{"names": [image], "sizeBytes": size * MB} for image, size in images.items()]
-    return msgspec.convert({"metadata": {"name": name}, "status": {"images": reported}}, Node)
+    return make_node(name, images={image: size * MB for image, size in images.items()})
 
 
 def containers(*images: str) -> list[dict[str, Any]]:

@@ -6,16 +6,15 @@ from typing import Any
 import msgspec
 import pytest
 
-from kubesched.api.core import Pod
 from kubesched.api.policy_v1 import PodDisruptionBudget
-from kubesched.core.podinfo import PodInfo, compile_pod
+from kubesched.core.podinfo import PodInfo
 from kubesched.framework.interfaces import CycleState, Handle
 from kubesched.framework.profile import PluginRef, ProfileError, ProfileSpec
 from kubesched.framework.runtime import Framework
 from kubesched.framework.status import SKIP, Code, Status
 from kubesched.plugins import in_tree
 from kubesched.plugins.inter_pod_affinity import InterPodAffinity, InterPodAffinityArgs
-from tests.helpers import batch, make_node, make_table, results
+from kubesched.testing.builders import batch, make_node, make_pod, make_table, results
 
 ZONE, HOST = "topology.kubernetes.io/zone", "kubernetes.io/hostname"
 WEB, DB = {"app": "web"}, {"app": "db"}
@@ -52,8 +51,7 @@ class FakeCluster:
 
 
 def pod(name: str, labels: dict[str, str] | None = None, namespace: str = "default", **spec: Any) -> PodInfo:
-    meta = {"name": name, "namespace": namespace, "uid": f"uid-{name}", "labels": labels or {}}
-    return compile_pod(msgspec.convert({"metadata": meta, "spec": spec}, Pod))
+    return make_pod(name, namespace=namespace, labels=labels or {}, **spec)
 
 
 def term(key: str, labels: dict[str, str] | None = None, **extra: Any) -> dict[str, Any]:

@@ -11,7 +11,7 @@ from kubesched.framework.runtime import Framework
 from kubesched.framework.status import SKIP, SUCCESS, Code, Status
 from kubesched.plugins import in_tree
 from kubesched.plugins.node_affinity import NodeAffinity, NodeAffinityArgs
-from tests.helpers import batch, make_node, make_pod, make_table, results
+from kubesched.testing.builders import batch, make_node, make_pod, make_table, results
 
 POD = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ("node(s) didn't match Pod's node affinity/selector",))
 ENFORCED = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ("node(s) didn't match scheduler-enforced node affinity",))

@@ -5,7 +5,7 @@ import pytest
 from kubesched.framework.interfaces import CycleState
 from kubesched.framework.status import Code, Status
 from kubesched.plugins.node_name import NodeName
-from tests.helpers import batch, make_node, make_pod, make_table, results
+from kubesched.testing.builders import batch, make_node, make_pod, make_table, results
 
 MISMATCH = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ("node(s) didn't match the requested node name",))
 

@@ -8,7 +8,7 @@ from kubesched.core.podinfo import HostPort
 from kubesched.framework.interfaces import CycleState
 from kubesched.framework.status import SKIP, Code, Status
 from kubesched.plugins.node_ports import NodePorts, conflicts
-from tests.helpers import batch, make_node, make_pod, make_table, results
+from kubesched.testing.builders import batch, make_node, make_pod, make_table, results
 
 TAKEN = Status(Code.UNSCHEDULABLE, ("node(s) didn't have free ports for the requested pod ports",))
 

@@ -11,7 +11,7 @@ from kubesched.framework.runtime import Framework
 from kubesched.framework.status import Code, Status
 from kubesched.plugins import in_tree
 from kubesched.plugins.node_resources_fit import NodeResourcesFit, NodeResourcesFitArgs
-from tests.helpers import batch, make_node, make_pod, make_table, results
+from kubesched.testing.builders import batch, make_node, make_pod, make_table, results
 
 GPU = "example.com/gpu"
 

@@ -7,7 +7,7 @@ import pytest
 from kubesched.framework.interfaces import CycleState
 from kubesched.framework.status import Code, Status
 from kubesched.plugins.node_unschedulable import NodeUnschedulable
-from tests.helpers import batch, make_node, make_pod, make_table, results
+from kubesched.testing.builders import batch, make_node, make_pod, make_table, results
 
 CORDONED = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ("node(s) were unschedulable",))
 KEY = "node.kubernetes.io/unschedulable"

@@ -19,7 +19,7 @@ from kubesched.plugins.node_resources_fit import (
     ResourceSpec,
     ScoringStrategy,
 )
-from tests.helpers import make_node, make_pod, make_table
+from kubesched.testing.builders import make_node, make_pod, make_table
 
 GPU = "example.com/gpu"
 

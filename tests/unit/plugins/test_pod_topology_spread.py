@@ -6,8 +6,8 @@ import msgspec
 import numpy as np
 import pytest
 
-from kubesched.api.core import LabelSelector, Node, Pod
-from kubesched.core.podinfo import PodInfo, compile_pod
+from kubesched.api.core import LabelSelector, Node
+from kubesched.core.podinfo import PodInfo
 from kubesched.framework.interfaces import CycleState, Handle
 from kubesched.framework.profile import PluginRef, ProfileError, ProfileSpec
 from kubesched.framework.runtime import Framework
@@ -15,7 +15,7 @@ from kubesched.framework.status import SKIP, Code, Status
 from kubesched.plugins import in_tree
 from kubesched.plugins.helpers.spread_constraints import PodTopologySpreadArgs, round_half_away
 from kubesched.plugins.pod_topology_spread import PodTopologySpread
-from tests.helpers import batch, make_node, make_table, results
+from kubesched.testing.builders import batch, make_node, make_pod, make_table, results
 
 ZONE, HOST = "topology.kubernetes.io/zone", "kubernetes.io/hostname"
 WEB, DB = {"app": "web"}, {"app": "db"}
@@ -27,10 +27,8 @@ MISSING = Status(
 
 
 def pod(name: str, labels: dict[str, str] | None = None, namespace: str = "default", **spec: Any) -> PodInfo:
-    meta: dict[str, Any] = {"name": name, "namespace": namespace, "uid": f"uid-{name}", "labels": labels or {}}
-    if spec.pop("terminating", False):
-        meta["deletionTimestamp"] = "2026-01-01T00:00:00Z"
-    return compile_pod(msgspec.convert({"metadata": meta, "spec": spec}, Pod))
+    meta = {"deletionTimestamp": "2026-01-01T00:00:00Z"} if spec.pop("terminating", False) else {}
+    return make_pod(name, namespace=namespace, labels=labels or {}, meta=meta, **spec)
 
 
 def node(name: str, zone: str | None = None, **labels: str) -> Node:

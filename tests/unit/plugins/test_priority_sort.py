@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 
 from kubesched.plugins.priority_sort import PrioritySort
-from tests.helpers import make_pod
+from kubesched.testing.builders import make_pod
 
 
 @pytest.mark.parametrize(

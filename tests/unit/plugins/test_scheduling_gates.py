@@ -6,7 +6,7 @@ import pytest
 
 from kubesched.framework.status import SUCCESS, Code, Status
 from kubesched.plugins.scheduling_gates import SchedulingGates
-from tests.helpers import make_pod
+from kubesched.testing.builders import make_pod
 
 
 @pytest.mark.parametrize(

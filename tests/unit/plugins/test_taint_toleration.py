@@ -8,7 +8,7 @@ import pytest
 from kubesched.framework.interfaces import CycleState, NodeBatch
 from kubesched.framework.status import Code, Status
 from kubesched.plugins.taint_toleration import TaintToleration
-from tests.helpers import batch, make_node, make_pod, make_table, results
+from kubesched.testing.builders import batch, make_node, make_pod, make_table, results
 
 UNTOLERATED = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ("node(s) had untolerated taint(s)",))
 

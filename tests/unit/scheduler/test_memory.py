@@ -12,19 +12,12 @@ from kubesched.scheduler.engine.queue import ManualClock
 from kubesched.scheduler.engine.scheduler import Scheduler
 from kubesched.scheduler.memory import MemoryCluster, run_until_settled
 from kubesched.scheduler.profiles.manager import build_default
+from kubesched.testing.builders import make_pod_object
 
 
 def pod(name: str, priority: int, node: str = "", labels: dict[str, str] | None = None) -> Pod:
-    return msgspec.convert(
-        {
-            "metadata": {"name": name, "namespace": "ns", "labels": labels or {}},
-            "spec": {
-                "nodeName": node,
-                "priority": priority,
-                "containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}],
-            },
-        },
-        Pod,
+    return make_pod_object(
+        name, namespace="ns", uid="", labels=labels or {}, requests={"cpu": "1"}, node_name=node, priority=priority
     )
 
 

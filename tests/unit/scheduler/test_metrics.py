@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import msgspec
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from kubesched.api.core import Node, Pod
+from kubesched.api.core import Pod
 from kubesched.cluster.cache import ClusterCache
 from kubesched.scheduler.engine import cycle
 from kubesched.scheduler.engine.queue import ManualClock
@@ -14,6 +13,7 @@ from kubesched.scheduler.engine.scheduler import Scheduler
 from kubesched.scheduler.memory import MemoryCluster, run_until_settled
 from kubesched.scheduler.metrics import SchedulerMetrics
 from kubesched.scheduler.profiles.manager import build_default
+from kubesched.testing.builders import make_node, make_pod_object
 
 
 def _exp(start: float, factor: float, count: int) -> list[float]:
@@ -48,21 +48,16 @@ UPSTREAM = {
 
 
 def _pod(name: str, priority: int, cpu: str, node: str = "", gated: bool = False) -> Pod:
-    spec: dict[str, object] = {
-        "nodeName": node,
-        "priority": priority,
-        "containers": [{"name": "c", "resources": {"requests": {"cpu": cpu}}}],
-    }
-    if gated:
-        spec["schedulingGates"] = [{"name": "wait"}]
-    return msgspec.convert({"metadata": {"name": name, "namespace": "ns"}, "spec": spec}, Pod)
+    gates = {"schedulingGates": [{"name": "wait"}]} if gated else {}
+    return make_pod_object(
+        name, namespace="ns", uid="", requests={"cpu": cpu}, node_name=node, priority=priority, **gates
+    )
 
 
 async def _run(monkeypatch: pytest.MonkeyPatch) -> tuple[Scheduler, str]:
     monkeypatch.setattr(cycle, "PLUGIN_METRICS_SAMPLE", 1.0)  # every cycle sampled, so the test is certain
     nodes = [
-        msgspec.convert({"metadata": {"name": n}, "status": {"allocatable": {"cpu": cpu, "pods": "10"}}}, Node)
-        for n, cpu in (("a", "2"), ("b", "2"), ("c", "1"), ("d", "1"))
+        make_node(n, alloc={"cpu": cpu, "pods": "10"}) for n, cpu in (("a", "2"), ("b", "2"), ("c", "1"), ("d", "1"))
     ]
     pods = [
         _pod("low-a", 1, "2", node="a"),
@@ -178,10 +173,7 @@ async def test_binding_cycle_and_queue_points_are_timed(monkeypatch: pytest.Monk
 async def test_batched_cycles_time_filter_and_sign(monkeypatch: pytest.MonkeyPatch) -> None:
     """Pods placed through opportunistic batching's hint still count a Filter (and, sampled, Sign) each."""
     monkeypatch.setattr(cycle, "PLUGIN_METRICS_SAMPLE", 1.0)
-    nodes = [
-        msgspec.convert({"metadata": {"name": f"n{i}"}, "status": {"allocatable": {"cpu": "8", "pods": "110"}}}, Node)
-        for i in range(6)
-    ]
+    nodes = [make_node(f"n{i}", alloc={"cpu": "8", "pods": "110"}) for i in range(6)]
     pods = [_pod(f"p{i}", 0, "100m") for i in range(20)]
     cluster = MemoryCluster(nodes, pods)
     clock = ManualClock()

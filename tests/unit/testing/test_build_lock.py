@@ -8,12 +8,12 @@ import re
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 
 import pytest
 
 from kubesched.testing import build
+from kubesched.testing.waiting import wait_until
 
 HOLDER = """
 import sys
@@ -62,10 +62,7 @@ def test_waiter_hears_who_holds_the_lock_and_gets_the_cached_build(
     waiter = threading.Thread(target=lambda: result.append(build.ensure(progress=lambda p, d: heard.append((p, d)))))
     try:
         waiter.start()
-        deadline = time.monotonic() + 30
-        while not heard and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert heard, "no progress while waiting for the lock"
+        wait_until(lambda: heard, "progress while waiting for the lock", interval=0.05)
         phase, detail = heard[0]
         assert phase == "waiting for another build of the control plane"
         assert re.search(rf"^lock held by pid {holder.pid} \(python[0-9.]* -c \n", detail), detail
@@ -76,6 +73,8 @@ def test_waiter_hears_who_holds_the_lock_and_gets_the_cached_build(
         assert holder.stdin is not None
         holder.stdin.close()
         holder.wait(timeout=30)
+        if holder.stdout is not None:
+            holder.stdout.close()
     waiter.join(timeout=30)
     assert not waiter.is_alive()
     assert result and result[0].kube_scheduler == key / "bin" / "kube-scheduler"
@@ -94,6 +93,8 @@ def test_holder_note_survives_waiters_and_bad_notes(tmp_path: Path) -> None:
         assert holder.stdin is not None
         holder.stdin.close()
         holder.wait(timeout=30)
+        if holder.stdout is not None:
+            holder.stdout.close()
     lock.write_text("not json")
     assert build.lock_holder(lock) == "another process (it did not say which)"
     lock.write_text("")

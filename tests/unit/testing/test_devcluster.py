@@ -63,6 +63,8 @@ def test_several_running_need_a_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     finally:
         helper.kill()
         helper.wait()
+        if helper.stdin is not None:
+            helper.stdin.close()
     with pytest.raises(devcluster.DevClusterError, match="is not the data dir of a dev-cluster"):
         devcluster.locate(tmp_path)
 

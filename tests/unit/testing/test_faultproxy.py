@@ -11,6 +11,7 @@ from collections.abc import Iterator
 import pytest
 
 from kubesched.testing.faultproxy import FaultProxy
+from kubesched.testing.waiting import wait_until
 
 
 class _Echo(socketserver.BaseRequestHandler):
@@ -126,10 +127,12 @@ def test_cut_answers_lets_the_request_through_and_resets_the_client(
         with pytest.raises(ConnectionResetError):
             if not s.recv(10):
                 raise AssertionError("closed with a FIN, expected a reset")
-    deadline = time.monotonic() + 2
-    while b"POST /binding" not in b"".join(echo.received) and time.monotonic() < deadline:  # type: ignore[attr-defined]
-        time.sleep(0.01)
-    assert b"POST /binding" in b"".join(echo.received)  # type: ignore[attr-defined]
+    wait_until(
+        lambda: b"POST /binding" in b"".join(echo.received),  # type: ignore[attr-defined]
+        "the request at the server",
+        within=2,
+        interval=0.01,
+    )
 
 
 def test_upstream_down_resets_the_client() -> None:

@@ -16,6 +16,7 @@ import yaml
 
 from kubesched.api.core import Node
 from kubesched.cluster.cache import ClusterCache
+from kubesched.testing.builders import node_json, pod_manifest
 from kubesched.webhook import rules_file as config
 from kubesched.webhook.app import WebhookApp
 from kubesched.webhook.service import AdmissionService
@@ -32,11 +33,9 @@ def node(
     memory: str = "8Gi",
     unschedulable: bool = False,
 ) -> Json:
-    return {
-        "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name, **(labels or {})}},
-        "spec": {"unschedulable": unschedulable, "taints": list(taints)},
-        "status": {"allocatable": {"cpu": cpu, "memory": memory, "pods": "110"}},
-    }
+    alloc = {"cpu": cpu, "memory": memory, "pods": "110"}
+    all_labels = {"kubernetes.io/hostname": name, **(labels or {})}
+    return node_json(name, labels=all_labels, alloc=alloc, taints=taints, unschedulable=unschedulable)
 
 
 NODES = [
@@ -48,18 +47,15 @@ NODES = [
 
 def pod(name: str = "p", *, labels: dict[str, str] | None = None, cpu: str | None = None, **spec: Any) -> Json:
     """A pod as the API server sends it to admission (schedulerName already defaulted)."""
-    container: Json = {"name": "c", "image": "registry.k8s.io/pause:3.10"}
-    if cpu is not None:
-        container["resources"] = {"requests": {"cpu": cpu}}
-    meta: Json = {"name": name, "namespace": "team-a"}
-    if labels is not None:
-        meta["labels"] = labels
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": meta,
-        "spec": {"schedulerName": "default-scheduler", "containers": [container], **spec},
-    }
+    requests = {"cpu": cpu} if cpu is not None else None
+    return pod_manifest(
+        name,
+        namespace="team-a",
+        scheduler=spec.pop("schedulerName", "default-scheduler"),
+        labels=labels,
+        requests=requests,
+        **spec,
+    )
 
 
 def review(

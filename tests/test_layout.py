@@ -1,0 +1,63 @@
+"""tests/unit mirrors src/kubesched: one folder per package, loose files only for root-level modules.
+
+A test is found where its code lives: the tests of `kubesched.scheduler.engine.queue` are in
+`tests/unit/scheduler/engine/`, those of `kubesched.pki` in `tests/unit/test_pki.py`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import kubesched
+
+UNIT = Path(__file__).parent / "unit"
+SRC = Path(kubesched.__file__).parent
+SUPPORT = {"__init__.py", "conftest.py"}  # pytest's own files, allowed in every folder
+
+
+def folders(unit: Path) -> list[str]:
+    """Every test folder under ``unit``, relative to it (``scheduler/engine``)."""
+    return sorted(str(d.relative_to(unit)) for d in unit.rglob("*") if d.is_dir() and d.name != "__pycache__")
+
+
+def packages(src: Path) -> set[str]:
+    """Every subpackage of ``src``, relative to it."""
+    return {str(p.parent.relative_to(src)) for p in src.rglob("__init__.py") if p.parent != src}
+
+
+def misplaced(unit: Path, src: Path) -> list[str]:
+    """What breaks the mirroring, one line each; empty when the layout is right."""
+    known = packages(src)
+    problems = [f"{d}/: no package kubesched.{d.replace('/', '.')}" for d in folders(unit) if d not in known]
+    problems += [f"{d}/: no __init__.py" for d in folders(unit) if not (unit / d / "__init__.py").exists()]
+    modules = {p.stem for p in src.glob("*.py") if p.name != "__init__.py"}
+    for loose in sorted(unit.glob("*.py")):
+        if loose.name not in SUPPORT and loose.stem.removeprefix("test_") not in modules:
+            problems.append(f"{loose.name}: loose, but kubesched has no root module {loose.stem.removeprefix('test_')}")
+    return problems
+
+
+def test_unit_tests_mirror_the_source_tree() -> None:
+    assert misplaced(UNIT, SRC) == []
+
+
+@pytest.mark.parametrize(
+    ("files", "expected"),
+    [
+        (["unit/test_pki.py", "unit/core/__init__.py", "unit/core/test_quantity.py"], []),
+        (["unit/test_quantity.py"], ["test_quantity.py: loose, but kubesched has no root module quantity"]),
+        (["unit/misc/__init__.py", "unit/misc/test_x.py"], ["misc/: no package kubesched.misc"]),
+        (["unit/core/test_quantity.py"], ["core/: no __init__.py"]),
+    ],
+)
+def test_the_check_catches_a_misplaced_file(tmp_path: Path, files: list[str], expected: list[str]) -> None:
+    src = tmp_path / "src"
+    for made in ("__init__.py", "pki.py", "core/__init__.py", "core/quantity.py"):
+        (src / made).parent.mkdir(parents=True, exist_ok=True)
+        (src / made).touch()
+    for made in files:
+        (tmp_path / made).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / made).touch()
+    assert misplaced(tmp_path / "unit", src) == expected
