@@ -27,8 +27,10 @@ from kubesched.core.nodetable import NodeTable, Rows
 from kubesched.core.podinfo import PodInfo
 from kubesched.framework.build import Profile
 from kubesched.framework.diagnosis import Diagnosis
+from kubesched.framework.guard import FrameworkError, plugin_error
 from kubesched.framework.interfaces import CycleState, NodeBatch, PostFilterPlugin, PreFilterResult
-from kubesched.framework.runtime import Framework, FrameworkError, plugin_error, select_host
+from kubesched.framework.runtime import Framework
+from kubesched.framework.selection import select_host
 from kubesched.framework.status import SUCCESS, Code, Status
 from kubesched.scheduler.engine.batch import OpportunisticBatch
 from kubesched.scheduler.engine.extenders import ExtenderError, Extenders, NoExtenders

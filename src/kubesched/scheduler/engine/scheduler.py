@@ -28,6 +28,7 @@ from kubesched.cluster.cache import ClusterCache
 from kubesched.config.model import DEFAULT_SCHEDULER_NAME
 from kubesched.core.podinfo import PodInfo
 from kubesched.framework.build import Profile
+from kubesched.framework.guard import FrameworkError, plugin_error, timed
 from kubesched.framework.handle import DefaultSelector
 from kubesched.framework.interfaces import (
     AlreadyAssignedError,
@@ -37,7 +38,6 @@ from kubesched.framework.interfaces import (
     PostFilterPlugin,
     QueueSortPlugin,
 )
-from kubesched.framework.runtime import FrameworkError, plugin_error, timed
 from kubesched.framework.status import SUCCESS, Status
 from kubesched.scheduler.engine import queue as q
 from kubesched.scheduler.engine.binding import Binder, WaitingPods
