@@ -11,7 +11,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from kubesched.testing.controlplane import ApiError, ControlPlane
+from kubesched.testing.adminapi import ApiError
+from kubesched.testing.controlplane import ControlPlane
 from kubesched.testing.faultproxy import FaultProxy
 
 from .extender_harness import RES, Extender, generated_config, grant_extender_rbac, make_pod, pod_condition, scheduler

@@ -19,7 +19,8 @@ from typing import Any
 import pytest
 import yaml
 
-from kubesched.testing.controlplane import ApiError, ControlPlane
+from kubesched.testing.adminapi import ApiError
+from kubesched.testing.controlplane import ControlPlane
 from tests.unit.deploy.helm_support import CHART, helm_binary, run_helm
 
 pytestmark = pytest.mark.controlplane

@@ -28,7 +28,8 @@ import yaml
 from kubesched.cli import manifests_cmd
 from kubesched.cli.main import build_parser
 from kubesched.deploy import extender, render, scheduler
-from kubesched.testing.controlplane import ApiError, ControlPlane
+from kubesched.testing.adminapi import ApiError
+from kubesched.testing.controlplane import ControlPlane
 
 pytestmark = pytest.mark.controlplane
 

@@ -21,7 +21,8 @@ import httpx
 import pytest
 import yaml
 
-from kubesched.testing.controlplane import ApiError, ControlPlane
+from kubesched.testing.adminapi import ApiError
+from kubesched.testing.controlplane import ControlPlane
 
 pytestmark = pytest.mark.controlplane
 API = "kubescheduler.config.k8s.io/v1"

@@ -18,7 +18,8 @@ from typing import Any
 import httpx
 import pytest
 
-from kubesched.testing.controlplane import ApiError, ControlPlane
+from kubesched.testing.adminapi import ApiError
+from kubesched.testing.controlplane import ControlPlane
 
 from .test_webhook_serve import Webhook, start_webhook
 
