@@ -7,7 +7,8 @@
 
 The watch of the API server and the in-memory cluster of `--cluster FILE` call the same event
 methods. Nothing is decided before the cache's first sync. A configuration reload swaps the
-profiles between two cycles.
+profiles between two cycles. The event methods are in events.py, failure handling in failures.py
+(both bases of `Scheduler`, over the state declared in state.py).
 """
 
 from __future__ import annotations
