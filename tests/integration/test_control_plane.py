@@ -19,8 +19,9 @@ from typing import Any
 import pytest
 
 from kubesched.testing import build
+from kubesched.testing.adminapi import ApiError
 from kubesched.testing.builders import pod_manifest
-from kubesched.testing.controlplane import ApiError, ControlPlane
+from kubesched.testing.controlplane import ControlPlane
 from kubesched.testing.kubeconfig import client_from_kubeconfig
 from kubesched.testing.process import port_open
 from kubesched.testing.waiting import wait_until

@@ -11,7 +11,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from kubesched.testing.controlplane import ApiError, ControlPlane
+from kubesched.testing.adminapi import ApiError
+from kubesched.testing.controlplane import ControlPlane
 from kubesched.testing.faultproxy import FaultProxy
 from kubesched.testing.waiting import wait_until
 

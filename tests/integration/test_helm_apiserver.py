@@ -18,7 +18,8 @@ from typing import Any
 import pytest
 import yaml
 
-from kubesched.testing.controlplane import ApiError, ControlPlane
+from kubesched.testing.adminapi import ApiError
+from kubesched.testing.controlplane import ControlPlane
 from kubesched.testing.waiting import wait_until
 from tests.unit.deploy.helm_support import CHART, helm_binary, run_helm
 

@@ -26,7 +26,8 @@ import yaml
 from kubesched.cli import manifests_cmd
 from kubesched.cli.main import build_parser
 from kubesched.deploy import extender, render, scheduler
-from kubesched.testing.controlplane import ApiError, ControlPlane
+from kubesched.testing.adminapi import ApiError
+from kubesched.testing.controlplane import ControlPlane
 from kubesched.testing.process import free_port
 from kubesched.testing.waiting import wait_until
 

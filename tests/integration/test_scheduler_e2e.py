@@ -19,8 +19,9 @@ import httpx
 import pytest
 import yaml
 
+from kubesched.testing.adminapi import ApiError
 from kubesched.testing.builders import pod_manifest
-from kubesched.testing.controlplane import ApiError, ControlPlane
+from kubesched.testing.controlplane import ControlPlane
 from kubesched.testing.process import free_port
 from kubesched.testing.waiting import wait_until
 

@@ -18,8 +18,9 @@ from typing import Any
 import httpx
 import pytest
 
+from kubesched.testing.adminapi import ApiError
 from kubesched.testing.builders import pod_manifest
-from kubesched.testing.controlplane import ApiError, ControlPlane
+from kubesched.testing.controlplane import ControlPlane
 from kubesched.testing.waiting import wait_until
 
 from .test_webhook_serve import Webhook, start_webhook

@@ -42,8 +42,8 @@ def test_branches_stay_what_callers_catch() -> None:
     from kubesched.cluster.credentials import CredentialError
     from kubesched.cluster.http1 import AnswerLost
     from kubesched.config.profiles import ConfigError
+    from kubesched.framework.guard import FrameworkError
     from kubesched.framework.profile import ProfileError
-    from kubesched.framework.runtime import FrameworkError
 
     assert issubclass(ConfigError, ConfigurationError) and issubclass(ConfigError, ValueError)
     assert issubclass(ProfileError, ConfigurationError)

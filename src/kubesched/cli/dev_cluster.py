@@ -19,7 +19,8 @@ from kubesched.cli import tables
 from kubesched.cli.dev_cluster_progress import Progress
 from kubesched.errors import CLIError
 from kubesched.testing import build, devcluster
-from kubesched.testing.controlplane import ApiError, ControlPlane
+from kubesched.testing.adminapi import ApiError
+from kubesched.testing.controlplane import ControlPlane
 from kubesched.testing.nodes_file import FileNode, NodesFileError, load_nodes_file
 from kubesched.testing.process import ProcessError
 from kubesched.testing.scheduler import SchedulerConfigError, load_config, minimal_config

@@ -28,7 +28,8 @@ from kubesched.errors import CLIError, FieldError
 from kubesched.framework.interfaces import Handle
 from kubesched.framework.profile import ProfileConfig
 from kubesched.scheduler.engine.queue import ManualClock
-from kubesched.scheduler.engine.scheduler import Placement, Scheduler
+from kubesched.scheduler.engine.scheduler import Scheduler
+from kubesched.scheduler.engine.state import Placement
 from kubesched.scheduler.memory import MemoryCluster, run_until_settled
 from kubesched.scheduler.profiles.manager import Built, load_registry
 from kubesched.scheduler.profiles.manager import build as build_profiles

@@ -15,7 +15,6 @@ Deleted nodes leave a tombstone row (``alive`` is False) that the next added nod
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from itertools import repeat
@@ -26,49 +25,22 @@ import numpy as np
 import numpy.typing as npt
 
 from kubesched.api.core import Node, Taint
+from kubesched.core.nodecolumns import (
+    alloc_key,
+    alloc_of,
+    cpu_column,
+    parse_column,
+    pod_usage,
+    static_fields_differ,
+    usage_key,
+    zone_key,
+)
 from kubesched.core.podinfo import HostPort, PodInfo
-from kubesched.core.quantity import MAX_AMOUNT, QuantityError, resource_value
 
 _EMPTY: dict[str, Any] = {}
 Rows = npt.NDArray[np.intp]
 IntColumn = npt.NDArray[np.int64]
 BoolColumn = npt.NDArray[np.bool_]
-
-
-def _parse_column(values: list[Any], resource: str) -> IntColumn:
-    """Quantities (None for absent) as an int64 column, in C when they are all plain integers."""
-    try:
-        col = np.array(["0" if v is None else v for v in values]).astype(np.int64)
-    except (ValueError, TypeError, OverflowError):
-        pass
-    else:
-        return np.minimum(col, MAX_AMOUNT) if len(col) and col.max() > MAX_AMOUNT else col
-    out = np.zeros(len(values), dtype=np.int64)
-    for i, v in enumerate(values):
-        if v is not None:
-            with contextlib.suppress(QuantityError):
-                out[i] = resource_value(resource, v)
-    return out
-
-
-def _cpu_column(values: list[Any]) -> list[int]:
-    out = []
-    for v in values:
-        try:
-            out.append(0 if v is None else resource_value("cpu", v))
-        except QuantityError:
-            out.append(0)  # as _alloc_of counts it
-    return out
-
-
-def _alloc_of(node: Node, resource: str) -> int:
-    alloc = node.status.allocatable
-    if not alloc or resource not in alloc:
-        return 0
-    try:
-        return resource_value(resource, alloc[resource])
-    except QuantityError:
-        return 0
 
 
 @dataclass(frozen=True)
@@ -245,7 +217,7 @@ class NodeTable:
                 self._taints = None
             if old is not None and old.status.images != node.status.images:
                 self._images = None
-            if old is None or _static_fields_differ(old, node):
+            if old is None or static_fields_differ(old, node):
                 self._static_changed()
         self._refresh_static(row, node)
         self._place_in_zone(row, node)
@@ -259,7 +231,7 @@ class NodeTable:
 
     def free(self, resource: str) -> IntColumn:
         """Allocatable minus requested per row (``pods``: pods that still fit), updated in place."""
-        key = _usage_key(resource)
+        key = usage_key(resource)
         col = self._free_cols.get(key)
         if col is None:
             col = np.zeros(self._cap, dtype=np.int64)
@@ -294,9 +266,9 @@ class NodeTable:
 
     def _refresh_static(self, row: int, node: Node) -> None:
         for resource, col in self._static_int.items():
-            col[row] = _alloc_of(node, resource)
+            col[row] = alloc_of(node, resource)
         for key, col in self._free_cols.items():
-            col[row] = self.allocatable(_alloc_key(key))[row] - self.requested(key)[row]
+            col[row] = self.allocatable(alloc_key(key))[row] - self.requested(key)[row]
         if self._unschedulable is not None:
             self._unschedulable[row] = node.spec.unschedulable
         labels = node.metadata.labels or {}
@@ -374,9 +346,9 @@ class NodeTable:
             col = np.zeros(self._cap, dtype=np.int64)
             values = [None if n is None else (n.status.allocatable or _EMPTY).get(resource) for n in self.nodes]
             if resource == "cpu":
-                col[: self._n] = _cpu_column(values)
+                col[: self._n] = cpu_column(values)
             else:
-                col[: self._n] = _parse_column(values, resource)
+                col[: self._n] = parse_column(values, resource)
             self._static_int[resource] = col
         return col[: self._n]
 
@@ -390,7 +362,7 @@ class NodeTable:
         if col is not None:
             return col[: self._n]
         return self._column(
-            self._requested, resource, lambda row: sum(_usage(p, resource) for p in self._pods[row].values())
+            self._requested, resource, lambda row: sum(pod_usage(p, resource) for p in self._pods[row].values())
         )
 
     # One row's values as Python ints: scoring or filtering one node needs no arrays.
@@ -404,7 +376,7 @@ class NodeTable:
         return int((col if col is not None else self.requested(key))[row])
 
     def free_at(self, resource: str, row: int) -> int:
-        col = self._free_cols.get(_usage_key(resource))
+        col = self._free_cols.get(usage_key(resource))
         return int((col if col is not None else self.free(resource))[row])
 
     def pod_count(self) -> IntColumn:
@@ -466,51 +438,6 @@ class NodeTable:
     def used_host_ports(self, row: int) -> Iterator[HostPort]:
         for pod in self._pods[row].values():
             yield from pod.host_ports
-
-
-def zone_key(node: Node) -> str:
-    """kube-scheduler's GetZoneKey: region and zone (beta labels first), "" when neither is set."""
-    labels: Any = node.metadata.labels
-    if not labels:
-        return ""
-    zone = labels.get("failure-domain.beta.kubernetes.io/zone")
-    if zone is None:
-        zone = labels.get("topology.kubernetes.io/zone") or ""
-    region = labels.get("failure-domain.beta.kubernetes.io/region")
-    if region is None:
-        region = labels.get("topology.kubernetes.io/region") or ""
-    return f"{region}:\x00:{zone}" if region or zone else ""
-
-
-def _static_fields_differ(a: Node, b: Node) -> bool:
-    return (
-        a.metadata.labels != b.metadata.labels
-        or a.spec.unschedulable != b.spec.unschedulable
-        or a.spec.taints != b.spec.taints
-        or a.status.allocatable != b.status.allocatable
-        or a.status.images != b.status.images
-    )
-
-
-def _usage_key(resource: str) -> str:
-    """The usage column that counts against a resource's allocatable."""
-    return "#pods" if resource == "pods" else resource
-
-
-def _alloc_key(usage_key: str) -> str:
-    return "pods" if usage_key == "#pods" else usage_key
-
-
-def _usage(pod: PodInfo, key: str) -> int:
-    if key == "#pods":
-        return 1
-    if key == "#hostports":
-        return len(pod.host_ports)
-    if key == "nonzero:cpu":
-        return pod.non_zero_cpu
-    if key == "nonzero:memory":
-        return pod.non_zero_memory
-    return pod.requests.get(key, 0)
 
 
 def table_of(nodes: Iterable[Node]) -> NodeTable:

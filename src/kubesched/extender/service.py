@@ -28,9 +28,10 @@ from kubesched.core.quantity import QuantityError
 from kubesched.errors import InputError, KubeschedError
 from kubesched.extender.binding import BindingWriter, log_fields
 from kubesched.extender.replies import filter_reply, priorities_reply, quote_all
+from kubesched.framework.guard import FrameworkError
 from kubesched.framework.interfaces import CycleState, NodeBatch
 from kubesched.framework.policy import Policy
-from kubesched.framework.runtime import Framework, FrameworkError
+from kubesched.framework.runtime import Framework
 from kubesched.framework.status import Code
 
 log = logging.getLogger("kubesched.extender")

@@ -2,22 +2,16 @@
 
 from __future__ import annotations
 
-import logging
-import random
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
-from time import perf_counter
-from typing import TypeVar
 
 import numpy as np
-import numpy.typing as npt
 
 from kubesched.api.node_fields import NodeFields
 from kubesched.core.nodetable import IntColumn, NodeTable, Rows
 from kubesched.core.podinfo import PodInfo
-from kubesched.core.quantity import QuantityError
-from kubesched.errors import PluginError
 from kubesched.framework.diagnosis import Diagnosis
+from kubesched.framework.guard import PASS_THROUGH, FrameworkError, PluginRaised, Timer, plugin_error, timed
 from kubesched.framework.interfaces import (
     MAX_NODE_SCORE,
     MIN_NODE_SCORE,
@@ -43,62 +37,12 @@ from kubesched.framework.interfaces import (
 )
 from kubesched.framework.profile import BuiltPlugin, ProfileSpec, instantiate
 from kubesched.framework.registry import Registry
-from kubesched.framework.status import SUCCESS, Code, Status, Verdicts
+from kubesched.framework.signing import signature
+from kubesched.framework.stages import FilterStages
+from kubesched.framework.status import SUCCESS, Code, Status
 
 _max_reduce = np.maximum.reduce  # the ufunc itself: skips ndarray.max's Python wrapper
-T = TypeVar("T")
-Timer = Callable[[str, str, Code, float], None]  # CycleState.timer: (plugin, extension point, code, seconds)
-log = logging.getLogger("kubesched.framework")
 _ALL_NODES = PreFilterResult()
-
-# What an attempt fails with when a plugin raises: kube-scheduler v1.35.4's messages for a plugin's error
-# (framework/runtime/framework.go), the exception in place of the Go error.
-ERROR_MESSAGES = {
-    "PreEnqueue": 'running PreEnqueue plugin "{plugin}": {err}',
-    "QueueSort": 'running QueueSort plugin "{plugin}": {err}',
-    "QueueingHint": 'running QueueingHint of plugin "{plugin}": {err}',
-    "Sign": 'running SignPod of plugin "{plugin}": {err}',
-    "PreFilter": 'running PreFilter plugin "{plugin}": {err}',
-    "Filter": 'running "{plugin}" filter plugin: {err}',
-    "PostFilter": 'running PostFilter plugin "{plugin}": {err}',
-    "PreScore": 'running PreScore plugin "{plugin}": {err}',
-    "Score": 'running Score plugins: plugin "{plugin}" failed with: {err}',
-    "NormalizeScore": 'running Normalize on Score plugins: plugin "{plugin}" failed with: {err}',
-    "Reserve": 'running Reserve plugin "{plugin}": {err}',
-    "Unreserve": 'running Unreserve plugin "{plugin}": {err}',
-    "Permit": 'running Permit plugin "{plugin}": {err}',
-    "PreBind": 'running PreBind plugin "{plugin}": {err}',
-    "Bind": 'running Bind plugin "{plugin}": {err}',
-    "PostBind": 'running PostBind plugin "{plugin}": {err}',
-}
-
-
-class FrameworkError(PluginError, RuntimeError):
-    """A plugin failed with an Error status (not a rejection): the attempt fails.
-
-    ``point`` is the extension point; ``raised`` the exception when the plugin raised one (its traceback
-    has been logged by `plugin_error`).
-    """
-
-    def __init__(
-        self, status: Status, *, point: str = "", raised: BaseException | None = None, message: str = ""
-    ) -> None:
-        super().__init__(message or f"plugin {status.plugin!r} failed: {status.message}")
-        self.status = status
-        self.point = point
-        self.raised = raised
-
-
-# Not a plugin's bug: errors of the framework itself, and bad input (an extender's caller answers 400).
-_PASS_THROUGH = (FrameworkError, QuantityError)
-
-
-def plugin_error(point: str, plugin: object, pod: PodInfo | None, err: BaseException) -> FrameworkError:
-    """The error status of a plugin that raised ``err`` at ``point``; logs the traceback."""
-    name = getattr(plugin, "name", "") or type(plugin).__name__
-    message = ERROR_MESSAGES[point].format(plugin=name, err=f"{type(err).__name__}: {err}")
-    log.error("%s (pod %s)", message, pod.key if pod is not None else "-", exc_info=err)
-    return FrameworkError(Status.error(message).with_plugin(name), point=point, raised=err, message=message)
 
 
 @dataclass(frozen=True)
@@ -153,10 +97,8 @@ class Framework:
             plugins = list(dict.fromkeys(every))
         self.plugins = list(plugins)
         # What follows is derived once from the lists above (they are not changed afterwards).
-        self._stages = _stages(self.filter)
-        self._stage_names = {
-            stage: frozenset(p.name for p in stage) for stage in self._stages if isinstance(stage, tuple)
-        }
+        self._filters = FilterStages(self.filter)
+        self._stages = self._filters.stages
         # Opportunistic batching needs every plugin that filters or scores to sign pods (as upstream).
         deciders = list(dict.fromkeys([*self.pre_filter, *self.filter, *self.pre_score, *(p for p, _ in self.score)]))
         self.signers: list[SignPlugin] | None = (
@@ -225,11 +167,11 @@ class Framework:
             if self._sign_key in cache:
                 static = cache[self._sign_key]
             else:
-                static = cache[self._sign_key] = _signature(pod, self._static_signers, timer)
+                static = cache[self._sign_key] = signature(pod, self._static_signers, timer)
             if static is None or not self._dynamic_signers:
                 return static
-            dynamic = _signature(pod, self._dynamic_signers, timer)  # asked for every pod
-        except _PluginRaised as err:
+            dynamic = signature(pod, self._dynamic_signers, timer)  # asked for every pod
+        except PluginRaised as err:
             raise plugin_error("Sign", err.plugin, pod, err.err) from err.err
         return None if dynamic is None else (static, dynamic)
 
@@ -275,7 +217,7 @@ class Framework:
                             else f"node(s) didn't satisfy plugin(s) [{' '.join(names)}] simultaneously"
                         )
                         return PreFilterResult(Status.unresolvable(msg).with_plugin(names[0]))
-        except _PASS_THROUGH:
+        except PASS_THROUGH:
             raise
         except Exception as err:
             raise plugin_error("PreFilter", plugin, pod, err) from err
@@ -300,7 +242,7 @@ class Framework:
                 if not len(rows):
                     break
                 if isinstance(stage, tuple):
-                    rows = self._run_static(stage, state, pod, nodes.table, rows, diagnosis)
+                    rows = self._filters.run(stage, state, pod, nodes.table, rows, diagnosis)
                     continue
                 plugin = stage
                 if plugin.name in state.skip_filter:
@@ -323,7 +265,7 @@ class Framework:
                 # The plugin's name rides on the rejection; statuses are stamped only when read.
                 diagnosis.add(rows[failed], verdicts.codes[failed], statuses, plugin.name)
                 rows = rows[~failed]
-        except _PASS_THROUGH:
+        except PASS_THROUGH:
             raise
         except Exception as err:
             raise plugin_error("Filter", stage, pod, err) from err
@@ -336,8 +278,8 @@ class Framework:
         try:
             for stage in self._stages:
                 if isinstance(stage, tuple):
-                    active = self._active(stage, state)
-                    if active and self._static_codes(active, state, pod, table)[0][row]:
+                    active = self._filters.active(stage, state)
+                    if active and self._filters.codes(active, state, pod, table)[0][row]:
                         return False
                     continue
                 if stage.name in state.skip_filter:
@@ -355,97 +297,11 @@ class Framework:
                     if status.code == Code.ERROR:
                         raise FrameworkError(status.with_plugin(stage.name), point="Filter")
                     return False
-        except _PASS_THROUGH:
+        except PASS_THROUGH:
             raise
         except Exception as err:
             raise plugin_error("Filter", stage, pod, err) from err
         return True
-
-    def _active(self, stage: tuple[StaticFilterPlugin, ...], state: CycleState) -> tuple[StaticFilterPlugin, ...]:
-        """The stage's plugins PreFilter did not skip (the stage itself, a stable key, when none was)."""
-        skip = state.skip_filter
-        if not skip or skip.isdisjoint(self._stage_names[stage]):
-            return stage
-        return tuple(p for p in stage if p.name not in skip)
-
-    def _static_codes(
-        self, active: tuple[StaticFilterPlugin, ...], state: CycleState, pod: PodInfo, table: NodeTable
-    ) -> tuple[npt.NDArray[np.int32], tuple[Status, ...]]:
-        """The stage's first failing status per row of the table, cached per pod shape."""
-        # The pod's shapes for this stage are computed once per pod (pods are tried again and again).
-        shapes = pod.cache.get(active)
-        if shapes is None:
-            plugin: StaticFilterPlugin | None = None
-            try:
-                shapes = pod.cache[active] = tuple([(plugin := p).shape(pod) for p in active])
-            except _PASS_THROUGH:
-                raise
-            except Exception as err:
-                raise plugin_error("Filter", plugin, pod, err) from err
-        key = (self, active, shapes)
-        cached = table.derived.get(key)
-        if cached is None:
-            cached = self._static_verdicts(active, state, pod, table)
-            if len(table.derived) > 1024:  # many shapes: keep memory bounded
-                table.derived.clear()
-            table.derived[key] = cached
-        return cached
-
-    def _run_static(
-        self,
-        stage: tuple[StaticFilterPlugin, ...],
-        state: CycleState,
-        pod: PodInfo,
-        table: NodeTable,
-        rows: Rows,
-        diagnosis: Diagnosis,
-    ) -> Rows:
-        active = self._active(stage, state)
-        if not active:
-            return rows
-        codes_all, statuses = self._static_codes(active, state, pod, table)
-        if len(rows) == 1 and not codes_all[rows[0]]:
-            return rows  # one node (a hinted or nominated one) that passes: no arrays needed
-        codes = codes_all[rows]
-        failed = codes != 0
-        if not failed.any():
-            return rows
-        diagnosis.add(rows[failed], codes[failed], statuses)
-        kept: Rows = rows[~failed]
-        return kept
-
-    def _static_verdicts(
-        self, stage: tuple[StaticFilterPlugin, ...], state: CycleState, pod: PodInfo, table: NodeTable
-    ) -> tuple[npt.NDArray[np.int32], tuple[Status, ...]]:
-        """First failing status over every node of the table, for one pod shape."""
-        codes_all = np.zeros(table.size, dtype=np.int32)
-        statuses: list[Status] = []
-        rows = table.rows()
-        plugin: StaticFilterPlugin | None = None
-        try:
-            for plugin in stage:
-                if not len(rows):
-                    break
-                if state.timer is None:
-                    verdicts = plugin.filter(state, pod, NodeBatch(table, rows))
-                else:  # only when the stage is evaluated, not when its cached verdicts are looked up
-                    verdicts = timed(
-                        state.timer, plugin.name, "Filter", plugin.filter, state, pod, NodeBatch(table, rows)
-                    )
-                failed = verdicts.failed if verdicts.failed is not None else verdicts.codes != 0
-                if not failed.any():
-                    continue
-                for s in verdicts.statuses:
-                    if s.code == Code.ERROR:
-                        raise FrameworkError(s.with_plugin(plugin.name), point="Filter")
-                codes_all[rows[failed]] = verdicts.codes[failed] + len(statuses)
-                statuses.extend(s.with_plugin(plugin.name) for s in verdicts.statuses)
-                rows = rows[~failed]
-        except _PASS_THROUGH:
-            raise
-        except Exception as err:
-            raise plugin_error("Filter", plugin, pod, err) from err
-        return codes_all, tuple(statuses)
 
     def find_feasible(self, state: CycleState, pod: PodInfo, nodes: NodeBatch) -> FilterOutcome:
         """PreFilter then Filter over ``nodes``, with every rejection recorded."""
@@ -472,7 +328,7 @@ class Framework:
                     state.skip_score.add(plugin.name)
                 elif not status.ok:
                     raise FrameworkError(status.with_plugin(plugin.name), point="PreScore")
-        except _PASS_THROUGH:
+        except PASS_THROUGH:
             raise
         except Exception as err:
             raise plugin_error("PreScore", plugin, pod, err) from err
@@ -491,7 +347,7 @@ class Framework:
                     out.append(plugin.score(state, pod, nodes))
                 else:
                     out.append(timed(timer, plugin.name, "Score", plugin.score, state, pod, nodes))
-        except _PASS_THROUGH:
+        except PASS_THROUGH:
             raise
         except Exception as err:
             raise plugin_error("Score", plugin, pod, err) from err
@@ -517,7 +373,7 @@ class Framework:
                 )
             if scores.dtype != np.int64:
                 scores = np.asarray(scores, dtype=np.int64)
-        except _PASS_THROUGH:
+        except PASS_THROUGH:
             raise
         except Exception as err:
             raise plugin_error("NormalizeScore", plugin, pod, err) from err
@@ -549,88 +405,3 @@ class Framework:
     def prioritize(self, state: CycleState, pod: PodInfo, nodes: NodeBatch) -> tuple[IntColumn, int]:
         self.run_pre_score(state, pod, nodes)
         return self.run_score(state, pod, nodes)
-
-
-def _signature(pod: PodInfo, signers: list[SignPlugin], timer: Timer | None = None) -> Hashable | None:
-    """The scheduler name and every signer's fragments, or None as soon as one cannot sign the pod."""
-    fragments: list[object] = [pod.pod.spec.scheduler_name]
-    plugin: SignPlugin | None = None
-    try:
-        for plugin in signers:
-            if timer is None:
-                part = plugin.sign(pod)
-            else:
-                began = perf_counter()
-                part = plugin.sign(pod)
-                timer(
-                    plugin.name,
-                    "Sign",
-                    Code.SUCCESS if part is not None else Code.UNSCHEDULABLE,
-                    perf_counter() - began,
-                )
-            if part is None:
-                return None
-            fragments.append(part)
-    except _PASS_THROUGH:
-        raise
-    except Exception as err:
-        raise _PluginRaised(plugin, err) from err
-    return tuple(fragments)
-
-
-class _PluginRaised(PluginError):
-    """Which plugin raised what (carried out of a helper that has no pod to log)."""
-
-    def __init__(self, plugin: object, err: Exception) -> None:
-        super().__init__(str(err))
-        self.plugin, self.err = plugin, err
-
-
-def _stages(filters: list[FilterPlugin]) -> list[FilterPlugin | tuple[StaticFilterPlugin, ...]]:
-    """Filter plugins in order, consecutive static ones grouped into one stage."""
-    stages: list[FilterPlugin | tuple[StaticFilterPlugin, ...]] = []
-    for plugin in filters:
-        if isinstance(plugin, StaticFilterPlugin):
-            last = stages[-1] if stages else None
-            if isinstance(last, tuple):
-                stages[-1] = (*last, plugin)
-            else:
-                stages.append((plugin,))
-        else:
-            stages.append(plugin)
-    return stages
-
-
-def timed(
-    timer: Callable[[str, str, Code, float], None], plugin: str, point: str, call: Callable[..., T], *args: object
-) -> T:
-    """``call(*args)``, its duration given to ``timer`` with the call's status code (sampled cycles only).
-
-    A batch call covers every candidate node at once: its code is the first status it returned (Success
-    when every node passed); a raise is recorded as Error and passed on.
-    """
-    began = perf_counter()
-    try:
-        result = call(*args)
-    except BaseException:
-        timer(plugin, point, Code.ERROR, perf_counter() - began)
-        raise
-    timer(plugin, point, code_of(result), perf_counter() - began)
-    return result
-
-
-def code_of(result: object) -> Code:
-    """The status code a plugin's answer stands for (Status, PreFilterResult, Verdicts; else Success)."""
-    if isinstance(result, Status):
-        return result.code
-    if isinstance(result, PreFilterResult):
-        return result.status.code
-    if isinstance(result, Verdicts) and not result.all_passed and result.statuses:
-        return result.statuses[0].code
-    return Code.SUCCESS
-
-
-def select_host(totals: IntColumn, rng: random.Random) -> int:
-    """Index of the highest total, ties broken uniformly at random."""
-    best = (totals == _max_reduce(totals)).nonzero()[0]
-    return int(best[0]) if len(best) == 1 else int(best[rng.randrange(len(best))])

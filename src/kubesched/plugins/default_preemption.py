@@ -42,6 +42,7 @@ from kubesched.api.policy_v1 import PodDisruptionBudget
 from kubesched.core.nodetable import NodeTable
 from kubesched.core.podinfo import PodInfo
 from kubesched.framework.diagnosis import Diagnosis
+from kubesched.framework.guard import FrameworkError
 from kubesched.framework.handle import VictimsMap as VictimsMap
 from kubesched.framework.interfaces import (
     ClusterAPI,
@@ -52,7 +53,7 @@ from kubesched.framework.interfaces import (
     PostFilterPlugin,
     PreEnqueuePlugin,
 )
-from kubesched.framework.runtime import Framework, FrameworkError
+from kubesched.framework.runtime import Framework
 from kubesched.framework.status import SUCCESS, Code, Status
 from kubesched.plugins.helpers.preemption_candidates import (
     Candidate,

@@ -21,7 +21,8 @@ from kubesched.config.model import DEFAULT_SCHEDULER_NAME
 from kubesched.core.podinfo import PodInfo
 from kubesched.framework.interfaces import AlreadyAssignedError, ClusterAPIError
 from kubesched.scheduler.engine.queue import ManualClock
-from kubesched.scheduler.engine.scheduler import Placement, Scheduler
+from kubesched.scheduler.engine.scheduler import Scheduler
+from kubesched.scheduler.engine.state import Placement
 
 
 class Event(msgspec.Struct, frozen=True):

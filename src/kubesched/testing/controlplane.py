@@ -10,7 +10,6 @@ See docs/control-plane.md. Typical use::
 
 from __future__ import annotations
 
-import json as jsonlib
 import os
 import secrets
 import shutil
@@ -27,10 +26,9 @@ import httpx
 
 from kubesched import pki
 from kubesched.config.yamlout import dump_yaml
-from kubesched.errors import HarnessError
 from kubesched.testing import build
+from kubesched.testing.adminapi import AdminAPI
 from kubesched.testing.kubeconfig import ssl_context, write_kubeconfig
-from kubesched.testing.nodes import node_manifest, node_status
 from kubesched.testing.process import ManagedProcess, ProcessError, free_port, start_ready, wait_until
 from kubesched.testing.scheduler import (
     KubeScheduler,
@@ -54,22 +52,12 @@ TOKEN_ADMIN = "kubesched-token-admin"  # the user of ControlPlane.admin_token
 SCHEDULER_IDENTITY = "system:kube-scheduler"
 
 
-class ApiError(HarnessError):
-    """A non-2xx answer from the apiserver."""
-
-    def __init__(self, method: str, path: str, status: int, body: Any):
-        self.status = status
-        self.body = body
-        message = body.get("message", body) if isinstance(body, dict) else body
-        super().__init__(f"{method} {path} -> {status}: {message}")
-
-
 def keep_logs_requested() -> bool:
     """Whether $KUBESCHED_KEEP_LOGS asks to keep the working directory."""
     return os.environ.get("KUBESCHED_KEEP_LOGS", "").lower() in ("1", "true", "yes")
 
 
-class ControlPlane:
+class ControlPlane(AdminAPI):
     """etcd + kube-apiserver on free loopback ports, with a throwaway PKI and per-identity kubeconfigs."""
 
     def __init__(
@@ -309,7 +297,7 @@ class ControlPlane:
         """etcd and kube-apiserver, for health checks by long-running callers."""
         return [p for p in (self._etcd, self._apiserver) if p is not None]
 
-    # --- HTTP helper -----------------------------------------------------------------------------------------
+    # --- HTTP client -----------------------------------------------------------------------------------------
 
     @property
     def client(self) -> httpx.Client:
@@ -322,113 +310,6 @@ class ControlPlane:
     def admin_ssl_context(self) -> ssl.SSLContext:
         """TLS context trusting the serving CA and presenting the admin certificate (for async clients)."""
         return self._admin_tls
-
-    def api(
-        self,
-        method: str,
-        path: str,
-        json: Any = None,
-        *,
-        params: Mapping[str, str] | None = None,
-        content_type: str | None = None,
-    ) -> Any:
-        """Call the apiserver as admin; return the decoded JSON (or text); raise ApiError on >= 400.
-
-        PATCH defaults to a JSON merge patch.
-        """
-        headers = {}
-        if method.upper() == "PATCH":
-            headers["Content-Type"] = content_type or "application/merge-patch+json"
-        elif content_type:
-            headers["Content-Type"] = content_type
-        content = None if json is None else jsonlib.dumps(json).encode()
-        if content is not None and "Content-Type" not in headers:
-            headers["Content-Type"] = "application/json"
-        resp = self.client.request(method, path, content=content, params=params, headers=headers)
-        try:
-            body: Any = resp.json()
-        except ValueError:
-            body = resp.text
-        if resp.status_code >= 400:
-            raise ApiError(method, path, resp.status_code, body)
-        return body
-
-    def get_or_none(self, path: str) -> Any:
-        """GET ``path`` (decoded JSON), or None when the API server answers 404."""
-        try:
-            return self.api("GET", path)
-        except ApiError as err:
-            if err.status == 404:
-                return None
-            raise
-
-    # --- nodes, namespaces, schedulers -----------------------------------------------------------------------
-
-    def create_node(
-        self,
-        name: str,
-        *,
-        labels: Mapping[str, str] | None = None,
-        taints: Sequence[Mapping[str, Any]] = (),
-        allocatable: Mapping[str, str] | None = None,
-        capacity: Mapping[str, str] | None = None,
-        unschedulable: bool = False,
-    ) -> Any:
-        """Register a fake Ready node (default 8 cpu, 32Gi, 110 pods); return it as stored, status included.
-
-        The status is written through ``nodes/<name>/status``, as a kubelet does: the create may drop it.
-        """
-        manifest = node_manifest(name, labels=labels, taints=taints, unschedulable=unschedulable)
-        return self.create_node_object(manifest, node_status(name, allocatable=allocatable, capacity=capacity))
-
-    def create_node_object(self, manifest: Mapping[str, Any], status: Mapping[str, Any]) -> Any:
-        """POST a Node (without status), then merge-patch ``status`` (``{"status": {...}}``) through the status
-        subresource; both with strict field validation, so an unknown field is an ApiError naming it."""
-        body = {k: v for k, v in manifest.items() if k != "status"}
-        name = body["metadata"]["name"]
-        strict = {"fieldValidation": "Strict"}
-        self.api("POST", "/api/v1/nodes", body, params=strict)
-        return self.api("PATCH", f"/api/v1/nodes/{name}/status", dict(status), params=strict)
-
-    def delete_node(self, name: str, *, missing_ok: bool = True) -> None:
-        """Delete a node (pods bound to it stay; delete them or their namespace too)."""
-        try:
-            self.api("DELETE", f"/api/v1/nodes/{name}")
-        except ApiError as err:
-            if not (missing_ok and err.status == 404):
-                raise
-
-    def create_namespace(self, name: str, labels: Mapping[str, str] | None = None) -> Any:
-        """Create a namespace."""
-        meta: dict[str, Any] = {"name": name, "labels": dict(labels or {})}
-        return self.api("POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": meta})
-
-    def delete_namespace(self, name: str, *, timeout: float = 30.0) -> None:
-        """Delete a namespace for good, doing the namespace controller's job (none runs here).
-
-        Pods go first with grace period 0: without a kubelet a bound pod would otherwise stay "terminating"
-        and keep holding its node's resources in the scheduler's cache.
-        """
-        if self.get_or_none(f"/api/v1/namespaces/{name}") is None:
-            return
-        self.api("DELETE", f"/api/v1/namespaces/{name}/pods", params={"gracePeriodSeconds": "0"})
-        ns = self.api("DELETE", f"/api/v1/namespaces/{name}")
-        if ns.get("kind") == "Namespace":  # still there, terminating: clear spec.finalizers like the controller
-            ns["spec"]["finalizers"] = []
-            self._ignore_404("PUT", f"/api/v1/namespaces/{name}/finalize", ns)
-            self._ignore_404("DELETE", f"/api/v1/namespaces/{name}")
-        deadline = time.monotonic() + timeout
-        while self.get_or_none(f"/api/v1/namespaces/{name}") is not None:
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"namespace {name} still exists after {timeout:.0f}s")
-            time.sleep(0.1)
-
-    def _ignore_404(self, method: str, path: str, json: Any = None) -> None:
-        try:
-            self.api(method, path, json)
-        except ApiError as err:
-            if err.status != 404:
-                raise
 
     def start_scheduler(
         self,
@@ -506,4 +387,4 @@ class ControlPlane:
         )
 
 
-__all__ = ["ApiError", "ControlPlane", "KubeScheduler", "ProcessError"]
+__all__ = ["ControlPlane", "KubeScheduler", "ProcessError"]

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from kubesched.core.nodetable import NodeTable, table_of, zone_key
+from kubesched.core.nodecolumns import zone_key
+from kubesched.core.nodetable import NodeTable, table_of
 from kubesched.testing.builders import make_node
 
 ZONE = "topology.kubernetes.io/zone"

@@ -22,8 +22,8 @@ from typing import Any, TypeVar
 
 from kubesched.core.podinfo import PodInfo
 from kubesched.framework.build import Profile
+from kubesched.framework.guard import plugin_error
 from kubesched.framework.interfaces import AlreadyAssignedError, BindingUnknownError, ClusterAPIError
-from kubesched.framework.runtime import plugin_error
 from kubesched.framework.status import SUCCESS, Code, Status
 from kubesched.scheduler.engine.cycle import Outcome
 from kubesched.scheduler.engine.extenders import ExtenderError, Extenders

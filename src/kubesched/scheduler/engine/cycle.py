@@ -9,6 +9,8 @@ Synchronous CPU work over the cache's NodeTable, as kube-scheduler's schedulingC
 * Pods nominated elsewhere with at least this pod's priority count against their node while it filters.
 * Extenders, when configured, are the only awaits: the table may change across them, so the nodes
   are carried by name and mapped back to rows afterwards.
+
+The node search (nominated pods, the nominated or hinted node, the rotating Filter) is in search.py.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import contextlib
 import logging
 import random
 import time
-from collections.abc import Callable, Hashable, Iterator, Mapping
+from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -27,9 +29,12 @@ from kubesched.core.nodetable import NodeTable, Rows
 from kubesched.core.podinfo import PodInfo
 from kubesched.framework.build import Profile
 from kubesched.framework.diagnosis import Diagnosis
-from kubesched.framework.interfaces import CycleState, NodeBatch, PostFilterPlugin, PreFilterResult
-from kubesched.framework.runtime import Framework, FrameworkError, plugin_error, select_host
+from kubesched.framework.guard import FrameworkError, plugin_error
+from kubesched.framework.interfaces import CycleState, NodeBatch, PostFilterPlugin
+from kubesched.framework.runtime import Framework
+from kubesched.framework.selection import select_host
 from kubesched.framework.status import SUCCESS, Code, Status
+from kubesched.scheduler.engine import search
 from kubesched.scheduler.engine.batch import OpportunisticBatch
 from kubesched.scheduler.engine.extenders import ExtenderError, Extenders, NoExtenders
 from kubesched.scheduler.engine.nominator import Nominator
@@ -47,22 +52,6 @@ def _ignore(key: tuple[str, Code, str], seconds: float) -> None:
 
 
 EXTENDER = "Extender"
-MIN_FEASIBLE_NODES_TO_FIND = 100
-MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5
-
-
-def num_feasible_nodes_to_find(n: int, percentage: int, scoring: bool) -> int:
-    """kube-scheduler's numFeasibleNodesToFind: all below 100 nodes, else an adaptive share, at least 100."""
-    if n < MIN_FEASIBLE_NODES_TO_FIND:
-        return n
-    if percentage == 0:
-        percentage = max(MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND, 50 - n // 125)
-    k = n * percentage // 100
-    if k < MIN_FEASIBLE_NODES_TO_FIND:
-        k = MIN_FEASIBLE_NODES_TO_FIND
-    if not scoring:
-        return 1
-    return min(k, n)
 
 
 @dataclass(frozen=True, slots=True)
@@ -258,7 +247,7 @@ class Cycle:
         table = self.cache.table
         added: dict[int, list[PodInfo]] = {}
         record, clock = self.record, time.perf_counter
-        with self._nominated_pods(table, pod, added) if len(self.nominator) else _NOTHING:
+        with search.nominated_pods(self.cache, self.nominator, table, pod, added) if len(self.nominator) else _NOTHING:
             began = clock()
             pre = fw.run_pre_filter(state, pod, table)
             record(("PreFilter", pre.status.code, profile.name), clock() - began)
@@ -279,9 +268,9 @@ class Cycle:
             # Filter over the nominated or hinted node counts as Filter, as upstream's evaluateNominatedNode.
             began = clock()
             if try_nominated:
-                nominated = self._try_nominated(fw, state, pod, table, pre)
+                nominated = search.try_nominated(self.nominator, fw, state, pod, table, pre)
                 if nominated is not None and added:
-                    nominated = self._second_pass(fw, pod, table, nominated, added, Diagnosis())
+                    nominated = search.second_pass(fw, pod, table, nominated, added, Diagnosis())
                 if nominated is not None and len(nominated):
                     if self.extenders.filters(pod):
                         return _Nominated(table, nominated)  # never with a batch (no batching with extenders)
@@ -289,143 +278,19 @@ class Cycle:
                         batch.store(signature, hinted, int(nominated[0]), table, self.count, None)
                     record(("Filter", _OK, profile.name), clock() - began)
                     return int(nominated[0])
-            if hinted is not None and self._hint_passes(fw, state, pod, table, hinted, pre, added):
+            if hinted is not None and search.hint_passes(fw, state, pod, table, hinted, pre, added):
                 out.evaluated = out.feasible = 1
                 if batch is not None:
                     batch.store(signature, hinted, hinted, table, self.count, None)
                 record(("Filter", _OK, profile.name), clock() - began)
                 return hinted
-            feasible = self._find(profile, state, pod, table, pre, diagnosis)
+            feasible, self.next_start = search.find(
+                profile, state, pod, table, pre, diagnosis, self.extenders, self.percentage, self.next_start
+            )
             if added:
-                feasible = self._second_pass(fw, pod, table, feasible, added, diagnosis)
+                feasible = search.second_pass(fw, pod, table, feasible, added, diagnosis)
             record(("Filter", _OK, profile.name), clock() - began)  # over all nodes, as upstream
         return feasible
-
-    @contextlib.contextmanager
-    def _nominated_pods(self, table: NodeTable, pod: PodInfo, added: dict[int, list[PodInfo]]) -> Iterator[None]:
-        """Count nominated pods at least as important as ``pod`` on their nodes while it filters.
-
-        ``added`` receives them by row, for the second pass (`_second_pass`).
-        """
-        for node, other in self.nominator.ahead_of(pod):
-            row = table.index.get(node)
-            if row is not None and self.cache.pod_node(other.uid) is None:
-                table.add_pod(row, other)
-                added.setdefault(row, []).append(other)
-        try:
-            yield
-        finally:
-            for row, pods in added.items():
-                for other in pods:
-                    table.remove_pod(row, other.uid)
-
-    def _second_pass(
-        self,
-        fw: Framework,
-        pod: PodInfo,
-        table: NodeTable,
-        rows: Rows,
-        added: dict[int, list[PodInfo]],
-        diagnosis: Diagnosis,
-    ) -> Rows:
-        """kube-scheduler's second filter pass: a node counted with nominated pods must also pass without them.
-
-        Pod affinity, for one, may hold only thanks to a nominated pod that may yet land elsewhere.
-        """
-        again = np.isin(rows, np.fromiter(added, dtype=np.intp, count=len(added)))
-        if not again.any():
-            return rows
-        for row, pods in added.items():
-            for other in pods:
-                table.remove_pod(row, other.uid)
-        try:
-            state = CycleState()
-            status = fw.run_pre_filter(state, pod, table).status
-            if status.rejected:
-                passed = rows[:0]
-                diagnosis.add(rows[again], np.ones(int(again.sum()), dtype=np.int32), (status,))
-            else:
-                passed = fw.run_filter(state, pod, NodeBatch(table, rows[again]), diagnosis)
-        finally:
-            for row, pods in added.items():
-                for other in pods:
-                    table.add_pod(row, other)
-        keep = ~again
-        keep[np.flatnonzero(again)[np.isin(rows[again], passed)]] = True
-        kept: Rows = rows[keep]
-        return kept
-
-    def _hint_passes(
-        self,
-        fw: Framework,
-        state: CycleState,
-        pod: PodInfo,
-        table: NodeTable,
-        hinted: int,
-        pre: PreFilterResult,
-        added: dict[int, list[PodInfo]],
-    ) -> bool:
-        """Whether the batch's hinted node passes (and passes the second pass too, if it had nominated pods)."""
-        if not self._fits(fw, state, pod, table, hinted, pre):
-            return False
-        if hinted not in added:
-            return True
-        return bool(len(self._second_pass(fw, pod, table, np.array([hinted]), added, Diagnosis())))
-
-    @staticmethod
-    def _fits(fw: Framework, state: CycleState, pod: PodInfo, table: NodeTable, row: int, pre: PreFilterResult) -> bool:
-        if not pre.allows(table.names[row]):
-            return False
-        return fw.passes(state, pod, table, row)
-
-    def _try_nominated(
-        self, fw: Framework, state: CycleState, pod: PodInfo, table: NodeTable, pre: PreFilterResult
-    ) -> Rows | None:
-        node = self.nominator.node_of(pod.uid) or pod.pod.status.nominated_node_name
-        row = table.index.get(node) if node else None
-        if row is None or not self._fits(fw, state, pod, table, row, pre):
-            return None
-        return np.array([row], dtype=np.intp)
-
-    def _find(
-        self,
-        profile: Profile,
-        state: CycleState,
-        pod: PodInfo,
-        table: NodeTable,
-        pre: PreFilterResult,
-        diagnosis: Diagnosis,
-    ) -> Rows:
-        """Filter from the rotating start until enough nodes are feasible."""
-        fw = profile.framework
-        rows = table.ordered_rows()  # zones interleaved, as kube-scheduler lists its snapshot's nodes
-        live = len(rows)
-        rows = pre.narrow(table, rows, diagnosis)
-        n = len(rows)
-        if n == 0:
-            return rows
-        percentage = profile.percentage_of_nodes_to_score
-        scoring = bool(fw.score) or self.extenders.any_filter_or_prioritize()
-        k = num_feasible_nodes_to_find(n, self.percentage if percentage is None else percentage, scoring)
-        start = self.next_start % n
-        order = np.concatenate((rows[start:], rows[:start])) if start else rows
-        if k >= n:
-            feasible = fw.run_filter(state, pod, NodeBatch(table, order), diagnosis)
-            self.next_start = (self.next_start + n) % live
-            return feasible
-        parts: list[Rows] = []
-        found = pos = 0
-        while found < k and pos < n:
-            # First chunk: exactly k; later ones sized by the pass rate so far, so few rounds are needed.
-            size = k if pos == 0 else int((k - found) * pos / max(found, 1)) + 32
-            chunk = order[pos : pos + size]
-            passed = fw.run_filter(state, pod, NodeBatch(table, chunk), diagnosis)
-            pos += len(chunk)
-            parts.append(passed)
-            found += len(passed)
-        feasible = np.concatenate(parts) if len(parts) > 1 else parts[0]
-        self.next_start = (self.next_start + pos) % live
-        return feasible[:k]
 
     async def _extender_filter(
         self, pod: PodInfo, table: NodeTable, rows: Rows, diagnosis: Diagnosis

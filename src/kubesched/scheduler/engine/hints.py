@@ -15,8 +15,8 @@ from kubesched.core.nodetable import NodeTable
 from kubesched.core.podinfo import PodInfo
 from kubesched.framework.build import Profile
 from kubesched.framework.events import ClusterEvent, Registrations, registrations
+from kubesched.framework.guard import plugin_error
 from kubesched.framework.interfaces import NodeInfo, Plugin
-from kubesched.framework.runtime import plugin_error
 from kubesched.scheduler.engine.cycle import EXTENDER
 from kubesched.scheduler.engine.queue import QueuedPod
 

@@ -1,0 +1,121 @@
+"""The scheduler's answers to cluster events: nodes and pods added, changed, deleted or replaced.
+
+The watch of the API server (`cluster.source`) and the in-memory cluster of `--cluster FILE` call these
+methods of the `Scheduler`: they keep the cache current and move the pods a change may help.
+"""
+
+from __future__ import annotations
+
+from kubesched.api.core import Node, Pod
+from kubesched.core.podinfo import PodInfo
+from kubesched.scheduler.engine import queue as q
+from kubesched.scheduler.engine.state import Placement, SchedulerState
+
+_TERMINAL = ("Succeeded", "Failed")
+
+
+class ClusterEvents(SchedulerState):
+    """Node and pod events, in the cache and the queue (the watch and the in-memory cluster call these)."""
+
+    def node_upserted(self, node: Node) -> None:
+        row = self.cache.table.index.get(node.metadata.name)
+        old = self.cache.table.nodes[row] if row is not None else None
+        self.cache.upsert_node(node)
+        row = self.cache.table.index.get(node.metadata.name)
+        if old is None:
+            self.queue.on_event(q.NODE_ADD, row)
+        elif (old.metadata.labels, old.spec, old.status.allocatable) != (
+            node.metadata.labels,
+            node.spec,
+            node.status.allocatable,
+        ):
+            self.queue.on_event(q.NODE_UPDATE, row)
+
+    def node_deleted(self, node: Node) -> None:
+        self.cache.delete_node(node.metadata.name)
+
+    def nodes_replaced(self, nodes: list[Node]) -> None:
+        self.cache.replace_nodes(nodes)
+        self.queue.on_event(q.NODE_ADD)
+
+    def pod_upserted(self, pod: Pod) -> None:
+        uid = pod.metadata.uid
+        if pod.spec.node_name or pod.status.phase in _TERMINAL:
+            was = self.cache.pod_node(uid)
+            before = self.cache.pod(uid) if was is not None else None
+            self.cache.upsert_pod(pod)
+            if uid in self._uncertain:
+                self._uncertain.settle(uid, pod.spec.node_name or None)
+            self._forget_pending(uid)
+            if pod.status.phase in _TERMINAL:
+                if was is not None:
+                    self.queue.on_event(q.POD_DELETE, pod=self.cache.compile(pod))
+            elif was is None:
+                self.queue.on_event(q.POD_ADD, pod=self.cache.compile(pod))
+            elif before is not None and _scaled_down(before, self.cache.pod(uid)):
+                self.queue.on_event(q.POD_UPDATE, pod=self.cache.compile(pod))  # an in-place resize freed room
+            return
+        if self.cache.is_assumed(uid):
+            return  # ours, its binding is in flight
+        if pod.metadata.deletion_timestamp:
+            self._forget_pending(uid)
+            return
+        name = self.profile_for(pod)
+        if name not in self.built.profiles:
+            self._foreign[uid] = pod
+            self.queue.delete(uid)
+            return
+        entry = self.queue.get(uid)
+        if entry is not None and not _changed(entry.info.pod, pod):
+            return  # only the status moved (our own condition patch, for one)
+        self.queue.add(self.cache.compile(pod), name)
+        self.placements.setdefault(_key(pod), Placement(_key(pod)))
+
+    def pod_deleted(self, pod: Pod) -> None:
+        uid = pod.metadata.uid
+        was = self.cache.pod_node(uid)
+        self.cache.delete_pod(uid)
+        if uid in self._uncertain:
+            self._uncertain.settle(uid, None)
+        self._forget_pending(uid)
+        waiting = self.waiting.get(uid)
+        if waiting is not None:
+            waiting.reject("", "pod deleted")
+        if was is not None:
+            self.queue.on_event(q.POD_DELETE, pod=self.cache.compile(pod))
+
+    def pods_replaced(self, pods: list[Pod]) -> None:
+        """After a (re)list: the cache holds exactly these; queued pods that vanished are dropped."""
+        self.cache.replace_pods(pods)
+        seen = set()
+        for pod in pods:
+            seen.add(pod.metadata.uid)
+            if not pod.spec.node_name:
+                self.pod_upserted(pod)
+        for entry in self.queue.entries():
+            if entry.info.uid not in seen:
+                self.queue.delete(entry.info.uid)
+        self._foreign = {u: p for u, p in self._foreign.items() if u in seen}
+        self.queue.on_event(q.POD_DELETE)
+
+
+def _key(pod: Pod) -> str:
+    return f"{pod.metadata.namespace}/{pod.metadata.name}"
+
+
+def _changed(old: Pod, new: Pod) -> bool:
+    """Whether a pending pod changed in a way that may change its scheduling (not just its status)."""
+    return (
+        old.spec != new.spec
+        or old.metadata.labels != new.metadata.labels
+        or old.metadata.annotations != new.metadata.annotations
+        or old.metadata.deletion_timestamp != new.metadata.deletion_timestamp
+    )
+
+
+def _scaled_down(before: PodInfo, after: PodInfo | None) -> bool:
+    """Whether a bound pod now counts less of some resource (kube-scheduler's UpdatePodScaleDown)."""
+    if after is None:
+        return False
+    now = after.requests
+    return any(now.get(name, 0) < amount for name, amount in before.requests.items())
