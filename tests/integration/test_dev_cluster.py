@@ -96,8 +96,12 @@ class DevCluster:
         self.out: queue.Queue[str] = queue.Queue()
         self.err: queue.Queue[str] = queue.Queue()
         assert self.proc.stdout is not None and self.proc.stderr is not None
-        threading.Thread(target=_lines, args=(self.proc.stdout, self.out), daemon=True).start()
-        threading.Thread(target=_lines, args=(self.proc.stderr, self.err), daemon=True).start()
+        self.readers = [
+            threading.Thread(target=_lines, args=(self.proc.stdout, self.out), daemon=True),
+            threading.Thread(target=_lines, args=(self.proc.stderr, self.err), daemon=True),
+        ]
+        for reader in self.readers:
+            reader.start()
 
     def stderr(self) -> str:
         lines = []
@@ -122,10 +126,16 @@ class DevCluster:
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGINT)
         try:
-            return self.proc.wait(timeout=60)
+            code = self.proc.wait(timeout=60)
         except subprocess.TimeoutExpired:
             self.proc.kill()  # its children die with it (PR_SET_PDEATHSIG)
-            return self.proc.wait()
+            code = self.proc.wait()
+        for reader in self.readers:  # they end at the pipes' end of file, then the pipes can be closed
+            reader.join(timeout=10)
+        for stream in (self.proc.stdout, self.proc.stderr):
+            if stream is not None:
+                stream.close()
+        return code
 
 
 @pytest.fixture(scope="module")

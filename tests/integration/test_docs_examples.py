@@ -14,13 +14,13 @@ import httpx
 import pytest
 
 from kubesched.testing.controlplane import ControlPlane
+from kubesched.testing.process import free_port
+from kubesched.testing.waiting import wait_until
 from tests.integration.extender_harness import grant_extender_rbac, pod_condition, scheduler
 from tests.integration.test_scheduler_e2e import (
     Run,
     create,
     events,
-    eventually,
-    free_port,
     node_of,
     nodes,
     pod,
@@ -60,17 +60,17 @@ def test_the_gpu_example_plugins_place_pods_in_a_real_cluster(
     with nodes(cp, run, specs), running(cp, tmp_path, config):
         # One at a time, so each placement sees the GPUs the previous ones took.
         create(cp, ns, gpu_pod("train-0", run.scheduler, "a100", 6))
-        assert eventually(lambda: node_of(cp, ns, "train-0"), "train-0 bound") == run.node("a100-big")
+        assert wait_until(lambda: node_of(cp, ns, "train-0"), "train-0 bound") == run.node("a100-big")
         create(cp, ns, gpu_pod("train-1", run.scheduler, "a100", 2))  # a100-big has 2 left, a100-small 4
-        assert eventually(lambda: node_of(cp, ns, "train-1"), "train-1 bound") == run.node("a100-small")
+        assert wait_until(lambda: node_of(cp, ns, "train-1"), "train-1 bound") == run.node("a100-small")
         create(cp, ns, gpu_pod("infer-0", run.scheduler, "h100", 1))
-        assert eventually(lambda: node_of(cp, ns, "infer-0"), "infer-0 bound") == run.node("h100")
+        assert wait_until(lambda: node_of(cp, ns, "infer-0"), "infer-0 bound") == run.node("h100")
         create(cp, ns, gpu_pod("legacy-0", run.scheduler, "v100", 1))
 
         def failed() -> list[dict[str, Any]]:
             return [e for e in events(cp, ns, "legacy-0") if e["reason"] == "FailedScheduling"]
 
-        note = eventually(failed, "a FailedScheduling event for legacy-0")[0]["note"]
+        note = wait_until(failed, "a FailedScheduling event for legacy-0")[0]["note"]
         assert note.startswith("0/") and "3 node(s) didn't have GPU model v100" in note, (
             note
         )  # other runs' nodes may count
@@ -91,13 +91,14 @@ def test_the_gpu_example_policy_behind_the_real_kube_scheduler(
     url = f"http://127.0.0.1:{port}"
     log = tmp_path / "extender.log"
     serve = [*KUBESCHED, "extender", "serve", "--policy", str(EXAMPLE), "--kubeconfig", str(grant_extender_rbac(cp))]
-    proc = subprocess.Popen([*serve, "--listen", f"127.0.0.1:{port}"], stdout=log.open("ab"), stderr=subprocess.STDOUT)
+    with log.open("ab") as out:  # the child has its own copy of the descriptor
+        proc = subprocess.Popen([*serve, "--listen", f"127.0.0.1:{port}"], stdout=out, stderr=subprocess.STDOUT)
     config = tmp_path / "sched.yaml"
     write = ["config", "extender", "--url-prefix", url, "--policy", str(EXAMPLE), "--bind-verb", "bind"]
     subprocess.run([*KUBESCHED, *write, "--weight", "5", "--no-leader-elect", "-o", str(config)], check=True)
     assert "ignoredByScheduler: true" in config.read_text()
     try:
-        eventually(lambda: ready(url), f"the extender ready:\n{log}")
+        wait_until(lambda: ready(url), f"the extender ready:\n{log}")
         for name, (model, gpus) in GPU_NODES.items():
             alloc = {"cpu": "8", "memory": "32Gi", "pods": "110", "nvidia.com/gpu": str(gpus)}
             cp.create_node(name, labels={MODEL: model}, allocatable=alloc)

@@ -350,4 +350,6 @@ def test_extender_serve_answers_as_the_image_would(image: Image) -> None:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+        if proc.stdout is not None:
+            proc.stdout.close()
     assert image.snapshot() == before  # a read-only root file system would have been fine

@@ -13,7 +13,6 @@ from __future__ import annotations
 import os
 import secrets
 import shutil
-import ssl
 import sys
 import tempfile
 import time
@@ -305,11 +304,6 @@ class ControlPlane(AdminAPI):
         if self._client is None:
             raise RuntimeError("the control plane is not started")
         return self._client
-
-    @property
-    def admin_ssl_context(self) -> ssl.SSLContext:
-        """TLS context trusting the serving CA and presenting the admin certificate (for async clients)."""
-        return self._admin_tls
 
     def start_scheduler(
         self,
