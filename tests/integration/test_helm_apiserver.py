@@ -81,22 +81,8 @@ class Release:
             raise
 
     def can(self, account: str, verb: str, resource: str, namespace: str = NS, **attributes: str) -> bool:
-        group, subresource = attributes.pop("group", ""), attributes.pop("subresource", "")
-        spec = {
-            "user": f"system:serviceaccount:{NS}:{account}",
-            "groups": ["system:serviceaccounts", f"system:serviceaccounts:{NS}", "system:authenticated"],
-            "resourceAttributes": {
-                "namespace": namespace,
-                "verb": verb,
-                "group": group,
-                "resource": resource,
-                "subresource": subresource,
-                **attributes,
-            },
-        }
-        review = {"apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview", "spec": spec}
-        answer = self.cp.api("POST", "/apis/authorization.k8s.io/v1/subjectaccessreviews", review)
-        return bool(answer["status"].get("allowed", False))
+        """SubjectAccessReview for a ServiceAccount of ours (as the API server sees its token's user)."""
+        return self.cp.service_account_can(NS, account, verb, resource, namespace=namespace, **attributes)
 
     def expect(self, account: str, allowed: bool, verb: str, resource: str, **attributes: str) -> None:
         what = f"{account} {'may' if allowed else 'may not'} {verb} {resource} {attributes}"

@@ -64,6 +64,23 @@ class AdminAPI:
             raise ApiError(method, path, resp.status_code, body)
         return body
 
+    def service_account_can(
+        self, account_namespace: str, account: str, verb: str, resource: str, *, namespace: str, **attributes: str
+    ) -> bool:
+        """Whether ServiceAccount ``account_namespace/account`` may ``verb`` ``resource`` in ``namespace``, as the
+        API server's authorizer answers a SubjectAccessReview for its token's user and groups. ``attributes``:
+        more resourceAttributes (``group``, ``subresource``, ``name``)."""
+        groups = ["system:serviceaccounts", f"system:serviceaccounts:{account_namespace}", "system:authenticated"]
+        resource_attributes = {"namespace": namespace, "verb": verb, "group": "", "resource": resource, **attributes}
+        spec = {
+            "user": f"system:serviceaccount:{account_namespace}:{account}",
+            "groups": groups,
+            "resourceAttributes": resource_attributes,
+        }
+        review = {"apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview", "spec": spec}
+        answer = self.api("POST", "/apis/authorization.k8s.io/v1/subjectaccessreviews", review)
+        return bool(answer["status"].get("allowed", False))
+
     def get_or_none(self, path: str) -> Any:
         """GET ``path`` (decoded JSON), or None when the API server answers 404."""
         try:
