@@ -16,6 +16,7 @@ import yaml
 from kubesched import pki
 from kubesched.cli.certs_cmd import service_names
 from kubesched.cli.manifests_scheduler import scheduler_plan
+from kubesched.cli.webhook_cmd import managed_resources
 from kubesched.cluster.cache import ClusterCache
 from kubesched.config.model import ManagedResource
 from kubesched.deploy import extender, helm_values, render, webhook
@@ -123,6 +124,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     hook.add_argument(
         "--webhook-timeout", metavar="N", type=int, default=DEFAULT_WEBHOOK_TIMEOUT, help="seconds, 1-30 (default 5)"
     )
+    hook.add_argument(
+        "--webhook-managed-resource", metavar="NAME", action="append", default=[],
+        help="webhook serve --managed-resource NAME: per-node gauges of this resource (repeat); adds pods list/watch",
+    )  # fmt: skip
     out = p.add_argument_group("output")
     out.add_argument("-o", "--output", type=Path, metavar="DIR", help="one file per object into DIR")
     out.add_argument("--kustomize", action="store_true", help="write a kustomize base into DIR (certs from files)")
@@ -186,6 +191,7 @@ def build_plan(args: argparse.Namespace) -> Plan:
         ("--generate-certs", args.generate_certs),
         ("--exclude-namespace", bool(args.exclude_namespace)),
         ("--validating-failure-policy", args.validating_failure_policy is not None),
+        ("--webhook-managed-resource", bool(args.webhook_managed_resource)),
     ):
         _refuse(args, flag, given, wants_webhook)
     if args.kustomize and args.output is None:
@@ -213,6 +219,7 @@ def build_plan(args: argparse.Namespace) -> Plan:
             exclude_namespaces=tuple(args.exclude_namespace),
             validating_failure_policy=args.validating_failure_policy,
             timeout_seconds=args.webhook_timeout,
+            managed_resources=tuple(managed_resources(args.webhook_managed_resource, "--webhook-managed-resource")),
         )
     return Plan(namespace=args.namespace, image=args.image, extender=ext, scheduler=sched, webhook=hook)
 

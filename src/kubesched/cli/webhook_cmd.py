@@ -14,6 +14,7 @@ from kubesched.cluster.cache import ClusterCache
 from kubesched.cluster.files import ClusterFileError, read_objects
 from kubesched.cluster.kubeclient import KubeClient, KubeConfigError, connect
 from kubesched.cluster.source import KubeSource
+from kubesched.config.validation import qualified_name_errors
 from kubesched.errors import CLIError
 from kubesched.http.server import HTTPServer, server_ssl_context
 from kubesched.webhook import rules_file as webhook_config
@@ -45,6 +46,15 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     serve.set_defaults(func=run_serve)
 
 
+def managed_resources(names: list[str], flag: str = "--managed-resource") -> list[str]:
+    """`names` as given, each checked to be a resource name (a qualified name: `cpu`, `nvidia.com/gpu`)."""
+    for name in names:
+        problems = qualified_name_errors(name)
+        if problems:
+            raise CLIError(f"{flag} {name!r}: not a resource name: {'; '.join(problems)}")
+    return list(dict.fromkeys(names))  # a repeated name is one resource, not two gauges
+
+
 def _tls(cert: Path | None, key: Path | None) -> ssl.SSLContext:
     if cert is None or key is None:
         raise CLIError("the webhook serves HTTPS only: give --tls-cert and --tls-key (kubesched certs makes them)")
@@ -62,6 +72,7 @@ def run_serve(args: argparse.Namespace) -> int:
     host, port = parse_listen(args.listen)
     tls = _tls(args.tls_cert, args.tls_key)
     limits = serving.limits_from(args)
+    managed = managed_resources(args.managed_resource)
     if args.nodes and args.kubeconfig:
         raise CLIError("--nodes and --kubeconfig exclude each other")
     cache = ClusterCache()  # nodes only, never pods: feasibility asks "could it ever fit"
@@ -70,7 +81,6 @@ def run_serve(args: argparse.Namespace) -> int:
     except webhook_config.WebhookConfigError as err:
         raise CLIError(str(err)) from None
     conn = None
-    managed: list[str] = args.managed_resource
     if not config.needs_nodes and not managed:
         if args.nodes or args.kubeconfig:
             log.info("no feasibility rule: --nodes/--kubeconfig not used")

@@ -55,6 +55,7 @@ def values(plan: Plan, *, generate_certs: bool = False, cert_days: int = 365) ->
             "excludeNamespaces": list(hook.exclude_namespaces),
             "validatingFailurePolicy": hook.validating_failure_policy or "",
             "timeoutSeconds": hook.timeout_seconds,
+            "managedResources": list(hook.managed_resources),
             "certificates": certificates,
         }
     return out

@@ -117,6 +117,13 @@ class WebhookPlan:
     exclude_namespaces: tuple[str, ...] = ()
     validating_failure_policy: FailurePolicy | None = None  # None: Fail when a rule can deny, else Ignore
     timeout_seconds: int = DEFAULT_WEBHOOK_TIMEOUT
+    # `webhook serve --managed-resource`: per-node gauges; the webhook then watches nodes and pods (to count requests).
+    managed_resources: tuple[str, ...] = ()
+
+    @property
+    def uses_api(self) -> bool:
+        """The webhook calls the API server: feasibility rules (nodes) or managed resources (nodes and pods)."""
+        return self.rules.needs_nodes or bool(self.managed_resources)
 
     @property
     def failure_policy(self) -> FailurePolicy:

@@ -44,10 +44,13 @@ def default_config(scheduler_names: Sequence[str]) -> dict[str, object]:
 
 def objects(plan: Plan, hook: WebhookPlan) -> list[Obj]:
     ns, component, rules = plan.namespace, "webhook", hook.rules
-    out = [k8s.service_account(WEBHOOK, ns, component, token=rules.needs_nodes)]
-    if rules.needs_nodes:  # feasibility rules list+watch nodes; without them the webhook never calls the API
+    out = [k8s.service_account(WEBHOOK, ns, component, token=hook.uses_api)]
+    if hook.uses_api:  # without feasibility rules or managed resources the webhook never calls the API
         cluster_name = k8s.global_name(WEBHOOK, ns)
-        out.append(k8s.cluster_role(cluster_name, component, [k8s.rule("", ["nodes"], ["get", "list", "watch"])]))
+        rbac = [k8s.rule("", ["nodes"], ["get", "list", "watch"])]
+        if hook.managed_resources:  # requests are counted from the pods; least privilege: only then
+            rbac.append(k8s.rule("", ["pods"], ["get", "list", "watch"]))
+        out.append(k8s.cluster_role(cluster_name, component, rbac))
         out.append(k8s.binding(cluster_name, component, ("ClusterRole", cluster_name), (ns, WEBHOOK)))
     config = k8s.config_map(CONFIG_MAP, ns, component, {"config.yaml": rules.config_yaml, **rules.files})
     out.append(config)
@@ -60,6 +63,8 @@ def objects(plan: Plan, hook: WebhookPlan) -> list[Obj]:
     args = ["webhook", "serve", "--config", f"{CONFIG_DIR}/config.yaml"]
     args += ["--tls-cert", f"{TLS_DIR}/tls.crt", "--tls-key", f"{TLS_DIR}/tls.key"]
     args += ["--listen", f"0.0.0.0:{PORT}", "--log-format", "json"]
+    for name in hook.managed_resources:
+        args += ["--managed-resource", name]
     volumes = [
         k8s.config_volume("config", CONFIG_MAP, CONFIG_DIR),
         k8s.secret_volume("tls", TLS_SECRET, TLS_DIR),
@@ -76,7 +81,7 @@ def objects(plan: Plan, hook: WebhookPlan) -> list[Obj]:
             component,
             container,
             service_account=WEBHOOK,
-            token=rules.needs_nodes,
+            token=hook.uses_api,
             replicas=2,
             inputs=inputs,
         )

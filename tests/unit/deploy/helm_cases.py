@@ -230,6 +230,40 @@ CASES: list[Case] = [
         ],
     ),
     (
+        "webhook-managed-resources",
+        "kubesched",
+        lambda t: {"webhook": {"enabled": True, "managedResources": ["nvidia.com/gpu", "example.com/fpga"]}},
+        lambda t: [
+            "webhook",
+            "--generate-certs",
+            "--webhook-managed-resource",
+            "nvidia.com/gpu",
+            "--webhook-managed-resource",
+            "example.com/fpga",
+        ],
+    ),
+    (
+        # No feasibility rule: the managed resource alone makes the webhook call the API (nodes and pods).
+        "webhook-managed-resources-python-rules",
+        "kubesched",
+        lambda t: {
+            "webhook": {
+                "enabled": True,
+                "config": PYTHON_RULES,
+                "files": {"rules.py": RULES_PY},
+                "managedResources": ["cpu"],
+            }
+        },
+        lambda t: [
+            "webhook",
+            "--webhook-config",
+            str(write_rules(t)),
+            "--generate-certs",
+            "--webhook-managed-resource",
+            "cpu",
+        ],
+    ),
+    (
         "all",
         "kubesched",
         lambda t: {"scheduler": {"enabled": True}, "extender": {"enabled": True}, "webhook": {"enabled": True}},

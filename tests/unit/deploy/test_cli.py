@@ -99,6 +99,41 @@ def test_in_all_mode_the_default_rules_cover_both_schedulers(capsys: pytest.Capt
     assert "'kubesched-extender-scheduler', 'mine'" in validating["matchConditions"][0]["expression"]
 
 
+def webhook_access(objects: list[dict[str, Any]]) -> tuple[list[str], dict[str, list[str]], bool]:
+    """The webhook container's args, what its ClusterRole grants (resource -> verbs), whether its pods get a token."""
+    deployment = find(objects, "Deployment", "kubesched-webhook")["spec"]["template"]["spec"]
+    roles = [o for o in objects if o["kind"] == "ClusterRole" and o["metadata"]["name"].startswith("kubesched-webhook")]
+    granted = {r: rule["verbs"] for role in roles for rule in role["rules"] for r in rule["resources"]}
+    return deployment["containers"][0]["args"], granted, deployment.get("automountServiceAccountToken", True)
+
+
+@pytest.mark.parametrize("mode", ["webhook", "all"])
+def test_managed_resources_reach_the_webhook_with_pods_access_only_then(
+    mode: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    args, granted, _ = webhook_access(manifests(capsys, mode, "--generate-certs"))
+    assert "--managed-resource" not in args
+    assert granted == {"nodes": ["get", "list", "watch"]}  # the default feasibility rule: nodes, never pods
+    flags = ["--webhook-managed-resource", "nvidia.com/gpu", "--webhook-managed-resource", "example.com/fpga"]
+    args, granted, token = webhook_access(manifests(capsys, mode, "--generate-certs", *flags, flags[0], flags[1]))
+    assert args[args.index("--managed-resource") :] == [
+        "--managed-resource", "nvidia.com/gpu", "--managed-resource", "example.com/fpga"
+    ]  # fmt: skip
+    assert granted == {"nodes": ["get", "list", "watch"], "pods": ["get", "list", "watch"]} and token
+
+
+def test_managed_resources_alone_give_the_webhook_api_access(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    rules = {"rules": [{"name": "team", "requireLabel": {"schedulerName": "gpu", "label": "team"}}]}
+    config = tmp_path / "rules.yaml"
+    config.write_text(yaml.safe_dump(rules))
+    _, granted, token = webhook_access(manifests(capsys, "webhook", "--generate-certs", "--webhook-config", str(config)))
+    assert granted == {} and not token  # no feasibility rule, no managed resource: the webhook never calls the API
+    argv = ["webhook", "--generate-certs", "--webhook-config", str(config), "--webhook-managed-resource", "cpu"]
+    args, granted, token = webhook_access(manifests(capsys, *argv))
+    assert args[-2:] == ["--managed-resource", "cpu"]
+    assert granted == {"nodes": ["get", "list", "watch"], "pods": ["get", "list", "watch"]} and token
+
+
 def test_extender_mode_takes_its_scheduler_name_from_either_option(capsys: pytest.CaptureFixture[str]) -> None:
     objects = manifests(capsys, "extender", "--scheduler-name", "second")
     config = yaml.safe_load(find(objects, "ConfigMap", "kubesched-extender-scheduler")["data"]["config.yaml"])
@@ -137,6 +172,12 @@ def test_output_directory_gets_one_file_per_object(tmp_path: Path, capsys: pytes
         (["all", "--kustomize"], "--kustomize: give the directory with -o DIR"),
         (["all", "--kustomize", "-o", "x", "--generate-certs"], "--kustomize: the base makes the webhook's Secret"),
         (["extender", "--image", ""], "--image: '' is not an image reference"),
+        (["extender", "--webhook-managed-resource", "example.com/gpu"], "--webhook-managed-resource: does not apply"),
+        (
+            ["webhook", "--generate-certs", "--webhook-managed-resource", "nvidia.com/gpu x"],
+            "--webhook-managed-resource 'nvidia.com/gpu x': not a resource name: name part must consist of",
+        ),
+        (["all", "--generate-certs", "--webhook-managed-resource", "Bad_Domain/gpu"], "prefix part must be a lowercase"),
     ],
 )
 def test_bad_input_names_the_option(argv: list[str], message: str, capsys: pytest.CaptureFixture[str]) -> None:

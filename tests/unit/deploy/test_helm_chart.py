@@ -133,6 +133,7 @@ def test_the_chart_lints(helm: Path) -> None:
         ({"scheduler": {"enabled": "yes"}}, "at '/scheduler/enabled': got string, want boolean"),
         ({"webhook": {"enabled": True, "timeoutSeconds": "5s"}}, "at '/webhook/timeoutSeconds'"),
         ({"schduler": {"enabled": True}}, "additional properties 'schduler' not allowed"),
+        ({"webhook": {"enabled": True, "managedResources": ["nvidia.com/GPU/x"]}}, "at '/webhook/managedResources/0'"),
     ],
 )
 def test_bad_values_fail_with_the_field(helm: Path, tmp_path: Path, values: Obj, message: str) -> None:
