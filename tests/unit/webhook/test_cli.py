@@ -108,6 +108,8 @@ def test_serve_refuses_plain_http(capsys: pytest.CaptureFixture[str], pki: Path)
         (["--nodes", "n.yaml", "--kubeconfig", "k"], "--nodes and --kubeconfig exclude each other"),
         (["--nodes", "{pki}/none.yaml"], "cannot read"),
         (["--kubeconfig", "{pki}/none.kubeconfig"], "feasibility rules need nodes"),
+        (["--managed-resource", "gpu/a/b"], "--managed-resource 'gpu/a/b': not a resource name: a qualified name"),
+        (["--managed-resource", "x.io/g pu"], "--managed-resource 'x.io/g pu': not a resource name: name part must"),
     ],
 )
 def test_serve_bad_command_lines(capsys: pytest.CaptureFixture[str], pki: Path, extra: list[str], says: str) -> None:
