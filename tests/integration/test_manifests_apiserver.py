@@ -137,6 +137,7 @@ def cluster(control_plane: ControlPlane) -> Iterator[Cluster]:
         ("webhook", "--generate-certs"),
         ("webhook", "--generate-certs", "--webhook-config", str(EXAMPLES / "webhook-config.yaml")),
         ("all", "--generate-certs", "--bind", "--exclude-namespace", "monitoring"),
+        ("webhook", "--generate-certs", "--webhook-managed-resource", "nvidia.com/gpu"),
     ],
     ids=lambda argv: "-".join(a.lstrip("-").rsplit("/", 1)[-1] for a in argv),
 )
@@ -189,6 +190,24 @@ def test_rbac_grants_each_component_only_what_it_needs(cluster: Cluster) -> None
 
     cluster.expect(hook, True, "watch", "nodes")  # the default rules check feasibility
     cluster.expect(hook, False, "list", "pods")
+
+    # --webhook-managed-resource: the webhook counts requests per node from the pods; reading them, nothing more.
+    managed = rendered("webhook", "--generate-certs", "--webhook-managed-resource", "nvidia.com/gpu")
+    for obj in managed:
+        if obj["kind"] in RBAC_KINDS:
+            cluster.apply(obj)
+    for verb in ("get", "list", "watch"):
+        cluster.expect(hook, True, verb, "pods")
+    cluster.expect(hook, True, "list", "nodes")
+    for verb in ("create", "update", "delete"):
+        cluster.expect(hook, False, verb, "pods")
+    cluster.expect(hook, False, "create", "pods", subresource="binding")
+    cluster.expect(hook, False, "get", "secrets")
+    for obj in objects:  # without the flag again: the grant goes with it
+        if obj["kind"] == "ClusterRole" and obj["metadata"]["name"].startswith("kubesched-webhook"):
+            cluster.apply(obj)
+    cluster.expect(hook, False, "watch", "pods")
+    cluster.expect(hook, True, "watch", "nodes")
 
     for obj in rendered("extender", "--bind"):
         if obj["kind"] == "ClusterRole":
