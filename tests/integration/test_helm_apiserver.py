@@ -147,6 +147,25 @@ def test_rbac_grants_each_component_what_it_needs(release: Release) -> None:
     release.expect(hook, False, "list", "pods")
 
 
+def test_managed_resources_give_the_webhook_pods_read_access_and_their_args(release: Release) -> None:
+    """webhook.managedResources: `webhook serve --managed-resource` in the pods, pods get/list/watch; and only then."""
+    hook = "kubesched-webhook"
+    values = {**VALUES, "webhook": {"enabled": True, "managedResources": ["nvidia.com/gpu"]}}
+    release.helm_run("upgrade", "kubesched", str(CHART), values=values)
+    try:
+        for verb in ("get", "list", "watch"):
+            release.expect(hook, True, verb, "pods")
+        release.expect(hook, False, "delete", "pods")
+        release.expect(hook, False, "create", "pods", subresource="binding")
+        deployment = release.cp.api("GET", f"/apis/apps/v1/namespaces/{NS}/deployments/{hook}")
+        args = deployment["spec"]["template"]["spec"]["containers"][0]["args"]
+        assert args[-2:] == ["--managed-resource", "nvidia.com/gpu"], args
+    finally:
+        release.helm_run("upgrade", "kubesched", str(CHART), values=VALUES)
+    release.expect(hook, False, "watch", "pods")
+    release.expect(hook, True, "watch", "nodes")
+
+
 def test_an_upgrade_keeps_the_generated_certificate(release: Release) -> None:
     def ca() -> str:
         secret = release.cp.api("GET", f"/api/v1/namespaces/{NS}/secrets/kubesched-webhook-tls")
