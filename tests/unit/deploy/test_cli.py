@@ -122,11 +122,15 @@ def test_managed_resources_reach_the_webhook_with_pods_access_only_then(
     assert granted == {"nodes": ["get", "list", "watch"], "pods": ["get", "list", "watch"]} and token
 
 
-def test_managed_resources_alone_give_the_webhook_api_access(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_managed_resources_alone_give_the_webhook_api_access(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     rules = {"rules": [{"name": "team", "requireLabel": {"schedulerName": "gpu", "label": "team"}}]}
     config = tmp_path / "rules.yaml"
     config.write_text(yaml.safe_dump(rules))
-    _, granted, token = webhook_access(manifests(capsys, "webhook", "--generate-certs", "--webhook-config", str(config)))
+    _, granted, token = webhook_access(
+        manifests(capsys, "webhook", "--generate-certs", "--webhook-config", str(config))
+    )
     assert granted == {} and not token  # no feasibility rule, no managed resource: the webhook never calls the API
     argv = ["webhook", "--generate-certs", "--webhook-config", str(config), "--webhook-managed-resource", "cpu"]
     args, granted, token = webhook_access(manifests(capsys, *argv))
@@ -177,7 +181,10 @@ def test_output_directory_gets_one_file_per_object(tmp_path: Path, capsys: pytes
             ["webhook", "--generate-certs", "--webhook-managed-resource", "nvidia.com/gpu x"],
             "--webhook-managed-resource 'nvidia.com/gpu x': not a resource name: name part must consist of",
         ),
-        (["all", "--generate-certs", "--webhook-managed-resource", "Bad_Domain/gpu"], "prefix part must be a lowercase"),
+        (
+            ["all", "--generate-certs", "--webhook-managed-resource", "Bad_Domain/gpu"],
+            "prefix part must be a lowercase",
+        ),
     ],
 )
 def test_bad_input_names_the_option(argv: list[str], message: str, capsys: pytest.CaptureFixture[str]) -> None:
