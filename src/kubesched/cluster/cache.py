@@ -83,21 +83,23 @@ class ClusterCache:
             return self.table.remove_pod(row, uid)
         return self._orphans.get(node_name, {}).pop(uid, None)
 
-    def upsert_pod(self, pod: Pod) -> None:
-        """A pod seen by the watch: counted on its node while bound and not finished."""
+    def upsert_pod(self, pod: Pod) -> bool:
+        """A pod seen by the watch: counted on its node while bound and not finished. True when it is
+        counted anew (placed, moved, or what it counts changed), False when nothing it counts changed."""
         uid = pod.metadata.uid
         node_name = pod.spec.node_name
         if not node_name or pod.status.phase in _TERMINAL:
             if uid not in self._assumed or pod.status.phase in _TERMINAL:
                 self._unplace(uid)
                 self._assumed.discard(uid)
-            return
+            return False
         if self._where.get(uid) == node_name and self._refresh(uid, node_name, pod):
             self._assumed.discard(uid)  # an assumed pod's binding confirmed: it stays counted as it is
-            return
+            return False
         self._assumed.discard(uid)
         self._unplace(uid)  # moved, or its requests changed: count it anew
         self._place(self.compile(pod), node_name)
+        return True
 
     def _refresh(self, uid: str, node_name: str, pod: Pod) -> bool:
         """Swap in the newer object of a pod held on ``node_name`` if the table would count it the same.
@@ -163,4 +165,9 @@ def _same_footprint(old: Pod, new: Pod) -> bool:
     spec = old.spec
     if spec.node_name != new.spec.node_name:
         spec = msgspec.structs.replace(spec, node_name=new.spec.node_name)
-    return spec == new.spec and old.metadata.labels == new.metadata.labels and resize_key(old) == resize_key(new)
+    if spec != new.spec or old.metadata.labels != new.metadata.labels:
+        return False
+    reported = old.status.container_statuses or old.status.init_container_statuses
+    return not (reported or new.status.container_statuses or new.status.init_container_statuses) or (
+        resize_key(old) == resize_key(new)
+    )

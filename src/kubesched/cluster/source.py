@@ -43,8 +43,10 @@ class CacheFeed:
         self.nodes_replaced = cache.replace_nodes
         self.node_upserted = cache.upsert_node
         self.pods_replaced = cache.replace_pods
-        self.pod_upserted = cache.upsert_pod
         self.cache = cache
+
+    def pod_upserted(self, pod: Pod) -> None:
+        self.cache.upsert_pod(pod)
 
     def node_deleted(self, node: Node) -> None:
         self.cache.delete_node(node.metadata.name)

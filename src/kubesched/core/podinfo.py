@@ -180,6 +180,9 @@ def _statuses(pod: Pod) -> tuple[dict[str, ContainerStatus], bool]:
 
 def resize_key(pod: Pod) -> Hashable:
     """What a pod's status adds to its requests (in-place resize), as a key: None when nothing."""
+    status = pod.status
+    if not status.container_statuses and not status.init_container_statuses:
+        return None  # the common case (pending pods, our own assumed ones): no call, no encoding
     by_name, infeasible = _statuses(pod)
     reported = tuple(
         (name, _encode(s.resources.requests), _encode(s.allocated_resources))

@@ -43,7 +43,7 @@ class ClusterEvents(SchedulerState):
         if pod.spec.node_name or pod.status.phase in _TERMINAL:
             was = self.cache.pod_node(uid)
             before = self.cache.pod(uid) if was is not None else None
-            self.cache.upsert_pod(pod)
+            recounted = self.cache.upsert_pod(pod)
             if uid in self._uncertain:
                 self._uncertain.settle(uid, pod.spec.node_name or None)
             self._forget_pending(uid)
@@ -52,7 +52,7 @@ class ClusterEvents(SchedulerState):
                     self.queue.on_event(q.POD_DELETE, pod=self.cache.compile(pod))
             elif was is None:
                 self.queue.on_event(q.POD_ADD, pod=self.cache.compile(pod))
-            elif before is not None and _scaled_down(before, self.cache.pod(uid)):
+            elif recounted and before is not None and _scaled_down(before, self.cache.pod(uid)):
                 self.queue.on_event(q.POD_UPDATE, pod=self.cache.compile(pod))  # an in-place resize freed room
             return
         if self.cache.is_assumed(uid):
