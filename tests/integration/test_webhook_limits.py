@@ -5,6 +5,7 @@ that other clients are served all along."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import ssl
 from collections.abc import Iterator
@@ -56,8 +57,15 @@ async def judged(hook: Webhook) -> bool:
         writer.write(post(GOOD))
         status, _, body = await asyncio.wait_for(answer(reader), 5)
     finally:
-        writer.close()
+        await shut(writer)
     return status == 200 and json.loads(body)["response"]["allowed"] is False
+
+
+async def shut(writer: asyncio.StreamWriter) -> None:
+    """Close a test connection and wait until it is closed (a transport left closing leaks past the test)."""
+    writer.close()
+    with contextlib.suppress(ConnectionError, ssl.SSLError):
+        await writer.wait_closed()
 
 
 async def closed_within(reader: asyncio.StreamReader, seconds: float) -> bytes:
@@ -73,7 +81,7 @@ async def test_a_complete_header_over_the_limit_is_431(hook: Webhook) -> None:
     writer.write(b"GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: " + b"a" * (100 * 1024) + b"\r\n\r\n")
     status, _, body = await asyncio.wait_for(answer(reader), 5)
     assert status == 431 and b"--max-header-bytes" in body
-    writer.close()
+    await shut(writer)
     assert await judged(hook)
 
 
@@ -91,26 +99,26 @@ async def test_a_header_that_never_ends_is_cut_off_while_others_are_served(hook:
         served += await judged(hook)
     assert sent < 40 and served == sent
     assert await asyncio.wait_for(cut, 5) == b"HTTP/1.1 431"
-    writer.close()
+    await shut(writer)
 
 
 async def test_silent_slow_and_idle_clients_are_closed(hook: Webhook) -> None:
     host, port = hook.url.removeprefix("https://").split(":")
     reader, writer = await asyncio.open_connection(host, int(port))  # TCP only, no TLS handshake
     assert await closed_within(reader, 5) == b""
-    writer.close()
+    await shut(writer)
     reader, writer = await connect(hook)  # TLS, then nothing
     assert await closed_within(reader, 5) == b""
-    writer.close()
+    await shut(writer)
     reader, writer = await connect(hook)
     writer.write(b"POST /validate HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{")
     assert await closed_within(reader, 5) == b""  # the body never finished: closed after --body-timeout
-    writer.close()
+    await shut(writer)
     reader, writer = await connect(hook)
     writer.write(post(GOOD))
     assert (await asyncio.wait_for(answer(reader), 5))[0] == 200
     assert await closed_within(reader, 5) == b""  # then idle: closed after --idle-timeout
-    writer.close()
+    await shut(writer)
     assert await judged(hook)
 
 
@@ -118,10 +126,10 @@ async def test_connections_past_the_cap_get_503(hook: Webhook) -> None:
     held = [await connect(hook) for _ in range(4)]
     reader, refused = await connect(hook)
     status, _, body = await asyncio.wait_for(answer(reader), 5)
-    refused.close()
+    await shut(refused)
     assert status == 503 and b"--max-connections 4" in body
     for _, writer in held:
-        writer.close()
+        await shut(writer)
 
     async def served() -> bool:
         try:
@@ -139,7 +147,7 @@ async def test_head_sends_no_body(hook: Webhook) -> None:
     assert head.startswith(b"HTTP/1.1 200") and b"content-length: 2" in head
     status, _, body = await asyncio.wait_for(answer(reader), 5)  # not "ok" glued in front of it
     assert status == 200 and json.loads(body)["response"]["uid"] == "u-1"
-    writer.close()
+    await shut(writer)
 
 
 def test_tls_handshake_stays_required(hook: Webhook, tmp_path: Path) -> None:
@@ -150,6 +158,6 @@ def test_tls_handshake_stays_required(hook: Webhook, tmp_path: Path) -> None:
         try:
             return await closed_within(reader, 5)
         finally:
-            writer.close()
+            await shut(writer)
 
     assert b"HTTP/1.1 200" not in asyncio.run(plain())
