@@ -22,11 +22,11 @@ from kubesched.config.profiles import (
     ConfigError,
     LeaderElectionConfig,
     SchedulerConfiguration,
+    default_configuration,
     read_file,
 )
 from kubesched.errors import CLIError, FieldError
 from kubesched.framework.interfaces import Handle
-from kubesched.framework.profile import ProfileConfig
 from kubesched.scheduler.engine.queue import ManualClock
 from kubesched.scheduler.engine.scheduler import Scheduler
 from kubesched.scheduler.engine.state import Placement
@@ -171,15 +171,13 @@ def read_config(
     profile (kube-scheduler serves default-scheduler); the leader-election flags laid over it."""
     profile = LIVE_DEFAULT_PROFILE if live else None
     errors: list[FieldError] = []
-    if path is not None:
-        read, errors = read_file(path)
+    if path is None:
+        config = default_configuration(profile)
+    else:
+        read, errors = read_file(path, default_profile=profile)
         if read is None:
             raise ConfigError(errors)
         config = read
-        if profile and not config.profiles_named:
-            config = dataclasses.replace(config, profiles=(ProfileConfig(profile),))
-    else:
-        config = SchedulerConfiguration(profiles=(ProfileConfig(profile),)) if profile else SchedulerConfiguration()
     if args is not None:
         try:
             le = leader_election(args, config.leader_election)
