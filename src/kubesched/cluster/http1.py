@@ -27,7 +27,7 @@ import asyncio
 import contextlib
 import ssl
 import time
-from collections.abc import Callable
+from collections.abc import AsyncGenerator, Callable
 from typing import Protocol
 from urllib.parse import urlsplit
 
@@ -80,6 +80,22 @@ class _Conn:
     async def roundtrip(self, request: bytes, head: bool = False) -> tuple[int, bytes]:
         self.writer.write(request)
         await self.writer.drain()
+        status, length, chunked, close = await self.read_head()
+        if head or status < 200 or status in (204, 304):
+            body = b""  # no body by definition, whatever the headers announce (RFC 9112 §6.3)
+        elif chunked:
+            body = b"".join([chunk async for chunk in self.chunks()])
+        elif length is not None:
+            body = await self.reader.readexactly(length)
+        else:
+            body = await self.reader.read()
+            close = True
+        if close:
+            self.close()
+        return status, body
+
+    async def read_head(self) -> tuple[int, int | None, bool, bool]:
+        """The status line and headers: (status, content-length, chunked, connection: close)."""
         status_line = await self.reader.readline()
         if not status_line:
             raise ConnectionResetError("connection closed before the response")
@@ -101,27 +117,32 @@ class _Conn:
                 chunked = True
             elif key == b"connection" and b"close" in value.lower():
                 close = True
-        if head or status < 200 or status in (204, 304):
-            body = b""  # no body by definition, whatever the headers announce (RFC 9112 §6.3)
-        elif chunked:
-            chunks = []
-            while True:
-                size = int((await self.reader.readline()).split(b";")[0].strip(), 16)
-                if size == 0:
-                    while (await self.reader.readline()) not in (b"\r\n", b"\n", b""):
-                        pass
-                    break
-                chunks.append(await self.reader.readexactly(size))
-                await self.reader.readexactly(2)
-            body = b"".join(chunks)
-        elif length is not None:
-            body = await self.reader.readexactly(length)
-        else:
-            body = await self.reader.read()
-            close = True
-        if close:
-            self.close()
-        return status, body
+        return status, length, chunked, close
+
+    async def chunks(self) -> AsyncGenerator[bytes, None]:
+        """The chunks of a chunked body, as they arrive (trailers read and dropped)."""
+        while True:
+            size = int((await self.reader.readline()).split(b";")[0].strip(), 16)
+            if size == 0:
+                while (await self.reader.readline()) not in (b"\r\n", b"\n", b""):
+                    pass
+                return
+            yield await self.reader.readexactly(size)
+            await self.reader.readexactly(2)
+
+
+async def _until_eof(reader: asyncio.StreamReader, length: int | None) -> AsyncGenerator[bytes, None]:
+    """A body without chunked encoding: ``length`` bytes, or everything until the server closes."""
+    left = length
+    while left is None or left > 0:
+        data = await reader.read(65536 if left is None else min(left, 65536))
+        if not data:
+            if left:
+                raise asyncio.IncompleteReadError(b"", left)
+            return
+        if left is not None:
+            left -= len(data)
+        yield data
 
 
 class Pool:
@@ -257,6 +278,61 @@ class Pool:
                 self._release(current)
                 return result
         raise AssertionError("unreachable")  # pragma: no cover
+
+    async def stream(
+        self, path: str, read_timeout: float | None, refuse: Callable[[int, bytes], None]
+    ) -> AsyncGenerator[bytes, None]:
+        """GET ``path`` on a connection of its own and yield the body as it arrives (a watch).
+
+        The connection is never pooled: it is aborted when the stream ends, fails or is cancelled (also
+        mid-connect or mid-handshake), and by ``aclose()``. A read waiting longer than ``read_timeout``
+        raises TransportError (a silent server). A non-2xx answer is handed to ``refuse`` (which raises);
+        after a 401 the credential is refreshed and the GET sent once more.
+        """
+        auth = self.auth
+        value = "" if auth is None else await auth.current()
+        for attempt in range(2):
+            conn = await self._open()
+            self._busy.add(conn)
+            body_parts: AsyncGenerator[bytes, None] | None = None
+            try:
+                try:
+                    async with asyncio.timeout(self.timeout):
+                        conn.writer.write(self._encode("GET", path, None, "", value))
+                        await conn.writer.drain()
+                        status, length, chunked, _ = await conn.read_head()
+                        if not 200 <= status < 300:
+                            body = b"".join([c async for c in conn.chunks()]) if chunked else b""
+                            if not chunked and length:
+                                body = await conn.reader.readexactly(length)
+                except _RETRYABLE as err:
+                    what = f"no answer within {self.timeout}s" if isinstance(err, TimeoutError) else repr(err)
+                    raise TransportError(f"watch {path}: {what}") from None
+                if not 200 <= status < 300:
+                    if status == 401 and auth is not None and attempt == 0:
+                        fresh = await auth.replacing(value)
+                        if fresh is not None:
+                            value = fresh
+                            continue
+                    refuse(status, body)
+                    raise TransportError(f"watch {path}: answered {status}")
+                body_parts = conn.chunks() if chunked else _until_eof(conn.reader, length)
+                while True:
+                    try:
+                        async with asyncio.timeout(read_timeout):
+                            chunk = await anext(body_parts, None)
+                    except _RETRYABLE as err:
+                        if isinstance(err, TimeoutError):
+                            raise TransportError(f"watch {path}: silent for {read_timeout}s") from None
+                        raise TransportError(f"watch {path}: {type(err).__name__}: {err}") from None
+                    if chunk is None:
+                        return
+                    yield chunk
+            finally:
+                self._busy.discard(conn)
+                conn.close()
+                if body_parts is not None:
+                    await body_parts.aclose()
 
     def _release(self, conn: _Conn) -> None:
         if not conn.closed:

@@ -9,24 +9,18 @@ deserializes whole objects it does not read.
 
 from __future__ import annotations
 
-import asyncio
+import contextlib
 import re
-import ssl
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping
+from collections.abc import AsyncGenerator, Callable, Mapping
 from typing import Any
 from urllib.parse import urlencode
 
-import httpx
 import msgspec
 
 from kubesched.cluster.credentials import CredentialError, Credentials
-from kubesched.cluster.http1 import IDEMPOTENT, AnswerLost, Fenced, Pool
+from kubesched.cluster.http1 import AnswerLost, Fenced, Pool
 from kubesched.cluster.kubeconfig import Connection, KubeConfigError, connect, from_kubeconfig, in_cluster
 from kubesched.errors import ClusterError, TransportError
-
-# How long a retired watch client lives: a watch's longest life (the server ends it after at most 20 s)
-# plus its silence margin, with room to spare.
-_RETIRED_LIFE = 60.0
 
 __all__ = [
     "APIError",
@@ -92,29 +86,11 @@ def raise_for_status(status: int, body: bytes) -> None:
     raise APIError(status, st.message or body.decode(errors="replace"), st.reason)
 
 
-class _WatchAuth(httpx.Auth):
-    """The credential on a watch request; after a 401, refreshed once and the GET sent again."""
-
-    def __init__(self, creds: Credentials) -> None:
-        self.creds = creds
-
-    async def async_auth_flow(self, request: httpx.Request) -> AsyncGenerator[httpx.Request, httpx.Response]:
-        value = await self.creds.current()
-        if value:
-            request.headers["Authorization"] = value
-        response = yield request
-        if response.status_code == 401 and request.method in IDEMPOTENT:
-            fresh = await self.creds.replacing(value)
-            if fresh is not None:
-                request.headers["Authorization"] = fresh
-                yield request
-
-
 class KubeClient:
     """Async requests to one API server: the one client of the project (scheduler, extender, elector, events).
 
     Requests go over the pool of `http1.py` (timeouts, checked keep-alive, never a blind resend; see
-    there); watch streams over httpx, one long-lived connection each, with connect and read timeouts.
+    there); so do watch streams, one connection of their own each, with connect and read timeouts.
     Errors: APIError (the server answered non-2xx), TransportError (not reached, nothing applied),
     AnswerLost (sent, answer lost: maybe applied), Fenced (not sent: its gate was closed). The last
     three are OSErrors.
@@ -147,51 +123,10 @@ class KubeClient:
             auth=self.credentials,
             tls=tls,
         )
-        self._tls = tls
-        self._headers = headers
-        self._timeout = httpx.Timeout(timeout, connect=connect_timeout)
-        self._idle_timeout = idle_timeout
-        self._verify: ssl.SSLContext | bool = conn.ssl_context
-        self._http = self._httpx(conn.ssl_context)
-        # Clients replaced after a certificate reload: their watches end within a watch's longest life
-        # (the server ends each after at most 20 s), then they are closed.
-        self._retired: list[tuple[float, httpx.AsyncClient]] = []
-        self._closing: set[asyncio.Task[None]] = set()
 
-    def _httpx(self, verify: ssl.SSLContext | bool) -> httpx.AsyncClient:
-        self._verify = verify
-        return httpx.AsyncClient(
-            base_url=self.conn.server,
-            verify=verify,
-            headers=self._headers,
-            auth=_WatchAuth(self.credentials),
-            timeout=self._timeout,
-            limits=httpx.Limits(keepalive_expiry=self._idle_timeout),
-            trust_env=False,
-        )
-
-    def _watch_client(self) -> httpx.AsyncClient:
-        """The httpx client for a new watch: a new one when the TLS context changed (a reloaded client certificate)."""
-        if self._retired:
-            loop = asyncio.get_running_loop()
-            while self._retired and self._retired[0][0] <= loop.time():
-                task = loop.create_task(self._retired.pop(0)[1].aclose())
-                self._closing.add(task)
-                task.add_done_callback(self._closing.discard)
-        if self._tls is not None and (current := self._tls()) is not self._verify:
-            self._retired.append((asyncio.get_running_loop().time() + _RETIRED_LIFE, self._http))
-            self._http = self._httpx(current)
-        return self._http
-
-    async def aclose(self, grace: float = 2.0) -> None:
-        """Close every connection; bounded by ``grace`` seconds whatever the network does."""
+    async def aclose(self) -> None:
+        """Abort every connection, requests' and watches': bounded whatever the network does."""
         await self.pool.aclose()
-        try:
-            async with asyncio.timeout(grace):
-                for http in (*(client for _, client in self._retired), self._http):
-                    await http.aclose()
-        except TimeoutError:
-            pass
 
     async def request(
         self,
@@ -214,27 +149,19 @@ class KubeClient:
 
     async def stream_lines(
         self, path: str, params: Mapping[str, str], read_timeout: float | None = None
-    ) -> AsyncIterator[bytes]:
+    ) -> AsyncGenerator[bytes, None]:
         """GET a watch stream and yield one JSON event per line (``read_timeout``: longest silence)."""
-        timeout = httpx.Timeout(read_timeout, connect=self.connect_timeout)
-        try:
-            async with self._watch_client().stream("GET", path, params=params, timeout=timeout) as resp:
-                if not resp.is_success:
-                    await resp.aread()
-                    raise_for_status(resp.status_code, resp.content)
-                buffer = b""
-                async for chunk in resp.aiter_bytes():
-                    buffer += chunk
-                    while b"\n" in buffer:
-                        line, buffer = buffer.split(b"\n", 1)
-                        if line.strip():
-                            yield line
-                if buffer.strip():
-                    yield buffer
-        except httpx.TimeoutException as err:
-            raise TransportError(f"watch {path}: silent for {read_timeout}s ({type(err).__name__})") from None
-        except httpx.HTTPError as err:
-            raise TransportError(f"watch {path}: {type(err).__name__}: {err}") from None
+        buffer = b""
+        stream = self.pool.stream(f"{path}?{urlencode(params)}", read_timeout, raise_for_status)
+        async with contextlib.aclosing(stream) as chunks:
+            async for chunk in chunks:
+                buffer += chunk
+                while b"\n" in buffer:
+                    line, buffer = buffer.split(b"\n", 1)
+                    if line.strip():
+                        yield line
+        if buffer.strip():
+            yield buffer
 
     async def authenticate(self) -> str | None:
         """Who the API server says we are (a SelfSubjectReview); None when it cannot be reached now.

@@ -15,6 +15,7 @@ new one. It costs one watch request per resource every 15 s on average.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import random
 from collections.abc import Callable
@@ -123,22 +124,26 @@ class Reflector(Generic[T]):
             params["fieldSelector"] = self.field_selector
         try:
             self.watches += 1
-            async for line in self.client.stream_lines(self.path, params, read_timeout=timeout + SILENCE_MARGIN):
-                event = self._event_decoder.decode(line)
-                meta = self._meta_decoder.decode(event.object)
-                if event.type == "ERROR":
-                    if meta.code == 410:
-                        raise Gone(meta.message)
-                    raise APIError(meta.code or 500, meta.message)
-                if meta.metadata.resource_version:
-                    self.resource_version = meta.metadata.resource_version
-                if event.type == "BOOKMARK":
-                    continue
-                obj = self._obj_decoder.decode(event.object)
-                if event.type == "DELETED":
-                    self.handlers.delete(obj)
-                else:
-                    self.handlers.upsert(obj)
+            # aclosing: the stream's connection is aborted when the loop leaves early (Gone, an error,
+            # cancellation between lines), not whenever the generator is collected.
+            stream = self.client.stream_lines(self.path, params, read_timeout=timeout + SILENCE_MARGIN)
+            async with contextlib.aclosing(stream) as lines:
+                async for line in lines:
+                    event = self._event_decoder.decode(line)
+                    meta = self._meta_decoder.decode(event.object)
+                    if event.type == "ERROR":
+                        if meta.code == 410:
+                            raise Gone(meta.message)
+                        raise APIError(meta.code or 500, meta.message)
+                    if meta.metadata.resource_version:
+                        self.resource_version = meta.metadata.resource_version
+                    if event.type == "BOOKMARK":
+                        continue
+                    obj = self._obj_decoder.decode(event.object)
+                    if event.type == "DELETED":
+                        self.handlers.delete(obj)
+                    else:
+                        self.handlers.upsert(obj)
         except APIError as err:
             if err.status == 410:
                 raise Gone(err.message) from None
