@@ -31,6 +31,7 @@ from collections.abc import AsyncGenerator, Callable
 from typing import Protocol
 from urllib.parse import urlsplit
 
+from kubesched.cluster.proxy import open_tunnel
 from kubesched.errors import TransportError
 
 IDEMPOTENT = frozenset({"GET", "HEAD", "OPTIONS", "PUT", "DELETE"})
@@ -160,6 +161,8 @@ class Pool:
         idle_timeout: float = 15.0,
         auth: Auth | None = None,
         tls: Callable[[], ssl.SSLContext] | None = None,
+        server_name: str = "",
+        proxy: str = "",
     ) -> None:
         url = urlsplit(server)
         self.host = url.hostname or "localhost"
@@ -179,6 +182,8 @@ class Pool:
         self.idle_timeout = idle_timeout
         self.auth = auth
         self.tls = tls if self.ssl is not None else None
+        self.server_name = (server_name or self.host) if self.ssl is not None else None
+        self.proxy = proxy
         netloc = f"[{self.host}]" if ":" in self.host else self.host
         fixed = {"Host": f"{netloc}:{self.port}", **headers}
         self._head = "".join(f"{k}: {v}\r\n" for k, v in fixed.items()).encode()
@@ -191,9 +196,12 @@ class Pool:
         try:
             async with asyncio.timeout(self.connect_timeout):
                 context = self.tls() if self.tls is not None else self.ssl
-                reader, writer = await asyncio.open_connection(
-                    self.host, self.port, ssl=context, server_hostname=self.host if self.ssl else None
-                )
+                if self.proxy:
+                    reader, writer = await open_tunnel(self.proxy, self.host, self.port, context, self.server_name)
+                else:
+                    reader, writer = await asyncio.open_connection(
+                        self.host, self.port, ssl=context, server_hostname=self.server_name
+                    )
         except TimeoutError:
             raise TransportError(
                 f"connecting to {self.host}:{self.port}: no answer in {self.connect_timeout}s"

@@ -122,6 +122,8 @@ class KubeClient:
             idle_timeout=idle_timeout,
             auth=self.credentials,
             tls=tls,
+            server_name=conn.tls_server_name,
+            proxy=conn.proxy,
         )
 
     async def aclose(self) -> None:

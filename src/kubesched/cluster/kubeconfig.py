@@ -22,6 +22,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import yaml
 
@@ -44,6 +45,8 @@ class Connection:
     ssl_context: ssl.SSLContext | bool
     source: str = ""
     credentials: Credentials | None = None
+    tls_server_name: str = ""  # the name the server's certificate is checked against, when not the host's
+    proxy: str = ""  # an HTTP proxy reached with CONNECT (kubeconfig's proxy-url)
 
 
 @dataclass(frozen=True)
@@ -149,6 +152,8 @@ def from_kubeconfig(paths: Path | Sequence[Path], context: str | None = None) ->
     except OSError as err:
         raise KubeConfigError(f"{source}: {err.filename}: {err.strerror}") from None
     insecure = bool(cluster.body.get("insecure-skip-tls-verify"))
+    server_name = str(cluster.body.get("tls-server-name") or "")
+    proxy = _proxy_url(cluster.body.get("proxy-url"), f"{cwhere}.proxy-url")
     tls = TLS(ca=ca, insecure=insecure, cert_data=cert, key_data=key, cert_file=cert_file, key_file=key_file)
     token_file = user.body.get("tokenFile")
     exec_section = user.body.get("exec")
@@ -157,6 +162,10 @@ def from_kubeconfig(paths: Path | Sequence[Path], context: str | None = None) ->
     ex = None
     if exec_section:
         info = {"server": server, "insecure-skip-tls-verify": insecure}
+        if server_name:
+            info["tls-server-name"] = server_name
+        if proxy:
+            info["proxy-url"] = proxy
         if ca:
             info["certificate-authority-data"] = b64(ca)
         for ext in cluster.body.get("extensions") or []:
@@ -179,7 +188,20 @@ def from_kubeconfig(paths: Path | Sequence[Path], context: str | None = None) ->
             creds.header()  # an unreadable token file is a startup error
     except CredentialError as err:
         raise KubeConfigError(f"{source}: {err}") from None
-    return Connection(str(server).rstrip("/"), context_ssl, source, creds)
+    return Connection(str(server).rstrip("/"), context_ssl, source, creds, server_name, proxy)
+
+
+def _proxy_url(value: object, where: str) -> str:
+    """kubeconfig's proxy-url: http(s)://host:port of a CONNECT proxy (socks5 is refused by name)."""
+    if not value:
+        return ""
+    url = urlsplit(str(value))
+    if url.scheme not in ("http", "https") or not url.hostname:
+        raise KubeConfigError(
+            f"{where}: {value!r}: only http:// and https:// proxies (HTTP CONNECT) are supported"
+            + (" (socks5 is not)" if url.scheme.startswith("socks") else "")
+        )
+    return str(value)
 
 
 def in_cluster(directory: Path = SERVICE_ACCOUNT_DIR, env: Mapping[str, str] = os.environ) -> Connection:

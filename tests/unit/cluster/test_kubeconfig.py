@@ -138,3 +138,15 @@ def test_in_cluster_token_is_reread_when_it_rotates(tmp_path: Path) -> None:
     assert creds.header() == "Bearer sa-2"
     with pytest.raises(KubeConfigError, match="KUBERNETES_SERVICE_HOST"):
         in_cluster(tmp_path, {})
+
+
+def test_tls_server_name_and_proxy_url_are_read_and_a_socks_proxy_is_refused_by_name(tmp_path: Path) -> None:
+    doc = config("a", {"a": ("c", "u")}, {"c": "https://10.0.0.1:6443"}, {"u": {"token": "t"}})
+    doc["clusters"][0]["cluster"].update({"tls-server-name": "api.internal", "proxy-url": "http://proxy:3128"})
+    conn = from_kubeconfig(write(tmp_path / "kc", doc))
+    assert (conn.tls_server_name, conn.proxy) == ("api.internal", "http://proxy:3128")
+    doc["clusters"][0]["cluster"]["proxy-url"] = "socks5://proxy:1080"
+    with pytest.raises(
+        KubeConfigError, match=r"clusters\[c\].proxy-url: 'socks5://proxy:1080': only http.* \(socks5 is not\)"
+    ):
+        from_kubeconfig(write(tmp_path / "kc", doc))
