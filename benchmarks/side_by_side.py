@@ -6,7 +6,7 @@ Each round runs the before tree, then the after tree (before / after / before / 
 benchmark scripts and sources (``PYTHONPATH``), on the same machine state: shared machines are noisy, so
 only figures taken in one run are compared. ``memory`` is benchmarks/scheduler_memory.py (median pods/s,
 batching on and off); ``extender`` is scripts/bench-extender at 100 nodes (our throughput over the Go
-reference's, per verb and mode).
+reference's, per verb and mode); ``metrics`` is benchmarks/metrics_render.py (ms per /metrics scrape).
 """
 
 from __future__ import annotations
@@ -56,19 +56,29 @@ def extender(tree: Path, seconds: int) -> dict[str, float]:
     return {f"extender {m[1]} (py/go)": float(m[2]) for m in map(RATIO.match, out.splitlines()) if m}
 
 
+RENDER = re.compile(r"^metrics render: ([\d.]+) ms per scrape")
+
+
+def metrics(tree: Path) -> dict[str, float]:
+    # The after tree's script over each tree's sources: the script only uses what both trees have.
+    out = run(tree, [sys.executable, str(ROOT / "benchmarks" / "metrics_render.py")])
+    found = [float(m[1]) for m in map(RENDER.match, out.splitlines()) if m]
+    return {"scheduler /metrics render (ms per scrape)": found[0]} if found else {}
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("ref", help="the git ref measured as 'before' (e.g. a commit or main~3)")
     ap.add_argument("--rounds", type=int, default=2, help="before/after pairs (default 2)")
-    ap.add_argument("--what", default="memory,extender", help="benchmarks, comma-separated: memory, extender")
+    ap.add_argument("--what", default="memory,extender", help="benchmarks, comma-separated: memory, extender, metrics")
     ap.add_argument("--nodes", type=int, default=5000, help="memory: nodes (default 5000)")
     ap.add_argument("--pods", type=int, default=10000, help="memory: pods (default 10000)")
     ap.add_argument("--seconds", type=int, default=5, help="extender: length of each wrk run (default 5)")
     a = ap.parse_args()
     what = [w.strip() for w in a.what.split(",") if w.strip()]
-    unknown = sorted(set(what) - {"memory", "extender"})
+    unknown = sorted(set(what) - {"memory", "extender", "metrics"})
     if unknown:
-        ap.error(f"--what: unknown benchmark {', '.join(unknown)} (choose from memory, extender)")
+        ap.error(f"--what: unknown benchmark {', '.join(unknown)} (choose from memory, extender, metrics)")
     results: dict[str, dict[str, list[float]]] = {}
     with tempfile.TemporaryDirectory(prefix="kubesched-before-") as tmp:
         before = Path(tmp) / "tree"
@@ -80,7 +90,12 @@ def main() -> int:
         for _ in range(a.rounds):
             for label, tree in (("before", before), ("after", ROOT)):
                 for w in what:
-                    got = memory(tree, a.nodes, a.pods) if w == "memory" else extender(tree, a.seconds)
+                    if w == "memory":
+                        got = memory(tree, a.nodes, a.pods)
+                    elif w == "metrics":
+                        got = metrics(tree)
+                    else:
+                        got = extender(tree, a.seconds)
                     for row, value in got.items():
                         results.setdefault(row, {"before": [], "after": []})[label].append(value)
     print(f"before: {a.ref}   after: working tree   rounds: {a.rounds} (alternating)")

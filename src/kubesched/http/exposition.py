@@ -8,10 +8,10 @@ registry's output instead.
 from __future__ import annotations
 
 import bisect
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 
 from prometheus_client import generate_latest
-from prometheus_client.core import HistogramMetricFamily, Metric
+from prometheus_client.core import Metric
 from prometheus_client.registry import Collector
 from prometheus_client.utils import floatToGoString
 
@@ -26,9 +26,9 @@ class _WithoutCreated:
             yield metric
 
 
-def render(registry: Collector) -> bytes:
-    """The registry's metrics in the text format, with no ``_created`` series."""
-    return generate_latest(_WithoutCreated(registry))
+def render(registry: Collector, histograms: Sequence[FastHistograms] = ()) -> bytes:
+    """The registry's metrics, then ``histograms``, in the text format, with no ``_created`` series."""
+    return generate_latest(_WithoutCreated(registry)) + "".join(h.text() for h in histograms).encode()
 
 
 def exponential_buckets(start: float, factor: float, count: int) -> tuple[float, ...]:
@@ -39,15 +39,22 @@ def exponential_buckets(start: float, factor: float, count: int) -> tuple[float,
     return tuple(out)
 
 
-class FastHistograms(Collector):
+class FastHistograms:
     """A histogram family for hot paths: an observation is a bisect and two list additions, no lock and no
     label formatting (labels are a tuple of values turned to strings only when scraped; ``label_text``
-    maps each value, e.g. a status code, to its text). asyncio only: one thread observes."""
+    maps each value, e.g. a status code, to its text). asyncio only: one thread observes.
+
+    Rendered by ``text()`` straight to the exposition format, with each child's line prefixes built once:
+    through prometheus_client's samples a scrape of the scheduler's per-plugin histograms (thousands of
+    lines) took ~0.1-0.5 s of the event loop, validating and escaping every label of every line anew.
+    """
 
     def __init__(self, name: str, documentation: str, labels: Sequence[str], buckets: Sequence[float]) -> None:
         self.name, self.documentation, self.labels = name, documentation, list(labels)
         self.bounds = list(buckets)
         self.children: dict[tuple[object, ...], list[float]] = {}
+        self._les = [floatToGoString(b) for b in self.bounds] + ["+Inf"]  # type: ignore[no-untyped-call]
+        self._prefixes: dict[tuple[object, ...], tuple[list[str], str, str]] = {}
 
     def observe(self, key: tuple[object, ...], value: float) -> None:
         child = self.children.get(key)
@@ -59,13 +66,28 @@ class FastHistograms(Collector):
     def label_text(self, key: tuple[object, ...]) -> list[str]:
         return [str(v) for v in key]
 
-    def collect(self) -> Iterator[Metric]:
-        family = HistogramMetricFamily(self.name, self.documentation, labels=self.labels)
-        les = [floatToGoString(b) for b in self.bounds] + ["+Inf"]  # type: ignore[no-untyped-call]
+    def _prefixes_of(self, key: tuple[object, ...]) -> tuple[list[str], str, str]:
+        found = self._prefixes.get(key)
+        if found is None:
+            pairs = ",".join(f'{n}="{_escape(v)}"' for n, v in zip(self.labels, self.label_text(key), strict=True))
+            sep, braces = (pairs + ",", "{" + pairs + "}") if pairs else ("", "")
+            buckets = [f'{self.name}_bucket{{{sep}le="{le}"}} ' for le in self._les]
+            found = self._prefixes[key] = (buckets, f"{self.name}_count{braces} ", f"{self.name}_sum{braces} ")
+        return found
+
+    def text(self) -> str:
+        """The family in the text exposition format (counts as integers, the sum as Go writes floats)."""
+        doc = self.documentation.replace("\\", r"\\").replace("\n", r"\n")
+        lines = [f"# HELP {self.name} {doc}\n# TYPE {self.name} histogram\n"]
         for key, child in list(self.children.items()):
-            cumulative, buckets = 0.0, []
-            for le, n in zip(les, child[:-1], strict=True):
-                cumulative += n
-                buckets.append((le, cumulative))
-            family.add_metric(self.label_text(key), buckets, child[-1])
-        yield family
+            buckets, count, total = self._prefixes_of(key)
+            cumulative = 0
+            for prefix, n in zip(buckets, child, strict=False):  # child ends with the sum: one longer
+                cumulative += int(n)
+                lines.append(f"{prefix}{cumulative}\n")
+            lines.append(f"{count}{cumulative}\n{total}{floatToGoString(child[-1])}\n")  # type: ignore[no-untyped-call]
+        return "".join(lines)
+
+
+def _escape(value: str) -> str:
+    return value.replace("\\", r"\\").replace("\n", r"\n").replace('"', r"\"")

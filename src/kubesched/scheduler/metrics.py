@@ -112,7 +112,6 @@ class SchedulerMetrics:
             [],
             _ATTEMPTS_BUCKETS,
         )
-        self.registry.register(self.pod_attempts)
         self.preemption_victims = Histogram(
             "scheduler_preemption_victims",
             "Number of selected preemption victims",
@@ -127,14 +126,12 @@ class SchedulerMetrics:
             ["extension_point", "status", "profile"],
             _EXTENSION_POINT_BUCKETS,
         )
-        self.registry.register(self.extension_points)
         self.plugin_durations = _ByCode(
             "scheduler_plugin_execution_duration_seconds",
             "Duration for running a plugin at a specific extension point.",
             ["plugin", "extension_point", "status"],
             _PLUGIN_BUCKETS,
         )
-        self.registry.register(self.plugin_durations)
         self._pending_source: Callable[[], Mapping[str, int]] = dict
         # Labelled children, looked up once per label set (``labels()`` parses and locks on every call).
         # A child stays in its metric for good, so a cached one is the very child ``labels()`` returns.
@@ -185,7 +182,7 @@ class SchedulerMetrics:
     def render(self) -> bytes:
         for queue, n in self._pending_source().items():
             self.pending.labels(queue).set(n)
-        return render(self.registry)
+        return render(self.registry, (self.pod_attempts, self.extension_points, self.plugin_durations))
 
 
 class _QueueCollector:
