@@ -3,7 +3,8 @@ with field paths, and completed as kube-apiserver's defaulting and the PV contro
 
 * a StorageClass without volumeBindingMode gets Immediate (kube-apiserver's default);
 * a PV without status.phase is Available, or Bound when it has a claimRef (the PV controller's work);
-* a PVC without a namespace or UID gets `default` and one; with spec.volumeName it is Bound, with the bind-completed annotation (the controller's, again).
+* a PVC without a namespace or UID gets `default` and one; with spec.volumeName it is Bound, with the
+  bind-completed annotation (the controller's, again).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import msgspec
 from kubesched.api.storage import CSINode, PersistentVolume, PersistentVolumeClaim, StorageClass
 from kubesched.cluster.volumes import BIND_COMPLETED, VolumeObjects
 from kubesched.core.quantity import QuantityError, to_int
+from kubesched.errors import InputError
 
 STORAGE_KINDS = ("PersistentVolume", "PersistentVolumeClaim", "StorageClass", "CSINode")
 StorageObject = PersistentVolume | PersistentVolumeClaim | StorageClass | CSINode
@@ -23,7 +25,7 @@ _ACCESS_MODES = ("ReadWriteOnce", "ReadOnlyMany", "ReadWriteMany", "ReadWriteOnc
 _VOLUME_MODES = ("Filesystem", "Block")
 
 
-class StorageError(ValueError):
+class StorageError(InputError):
     """What is wrong with a storage object; the message starts with the field path."""
 
 

@@ -20,6 +20,7 @@ from kubesched.api.node_fields import NodeFields
 from kubesched.api.storage import CSINode, PersistentVolumeClaim
 from kubesched.core.nodetable import NodeTable
 from kubesched.core.podinfo import PodInfo
+from kubesched.errors import PluginError
 from kubesched.framework.events import POD_DELETE, ActionType, ClusterEvent, ClusterEventWithHint, EventResource
 from kubesched.framework.interfaces import (
     CycleState,
@@ -69,7 +70,7 @@ def _limits(csinode: CSINode | None) -> dict[str, int]:
     }
 
 
-class _LookupError(Exception):
+class _LookupError(PluginError):
     """filterAttachableVolumes' error for the new pod."""
 
     def __init__(self, message: str, unresolvable: bool) -> None:

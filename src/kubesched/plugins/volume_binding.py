@@ -22,8 +22,9 @@ import numpy as np
 
 from kubesched.api.node_fields import NodeFields
 from kubesched.api.storage import ObjectReference, PersistentVolume, PersistentVolumeClaim
-from kubesched.core.nodetable import BoolColumn, NodeTable, Rows
+from kubesched.core.nodetable import BoolColumn, IntColumn, NodeTable, Rows
 from kubesched.core.podinfo import PodInfo
+from kubesched.errors import ClusterError, PluginError
 from kubesched.framework.events import NODE_CHANGE, ActionType, ClusterEvent, ClusterEventWithHint, EventResource
 from kubesched.framework.interfaces import (
     CycleState,
@@ -35,6 +36,7 @@ from kubesched.framework.interfaces import (
     PreFilterResult,
     PreScorePlugin,
     ReservePlugin,
+    ScorePlugin,
     SignFragments,
     SignPlugin,
 )
@@ -76,7 +78,9 @@ class _State:
     provisions: list[PersistentVolumeClaim] = field(default_factory=list)
 
 
-class VolumeBinding(PreFilterPlugin, FilterPlugin, PreScorePlugin, ReservePlugin, PreBindPlugin, SignPlugin):
+class VolumeBinding(
+    PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, ReservePlugin, PreBindPlugin, SignPlugin
+):
     name: ClassVar[str] = "VolumeBinding"
     Args: ClassVar[type | None] = VolumeBindingArgs
     node_fields = NodeFields(labels=None)
@@ -255,6 +259,9 @@ class VolumeBinding(PreFilterPlugin, FilterPlugin, PreScorePlugin, ReservePlugin
     def pre_score(self, state: CycleState, pod: PodInfo, nodes: NodeBatch) -> Status:
         return SKIP  # kube-scheduler scores only with the alpha StorageCapacityScoring gate
 
+    def score(self, state: CycleState, pod: PodInfo, nodes: NodeBatch) -> IntColumn:
+        return np.zeros(len(nodes), dtype=np.int64)  # not reached: PreScore skips
+
     # ---- Reserve -----------------------------------------------------------------------------------------
 
     def reserve(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
@@ -355,11 +362,11 @@ class VolumeBinding(PreFilterPlugin, FilterPlugin, PreScorePlugin, ReservePlugin
             raise
 
 
-class _FilterError(Exception):
+class _FilterError(PluginError):
     """A claim that cannot be judged (kube-scheduler's Filter error)."""
 
 
-class _BindingUndone(Exception):
+class _BindingUndone(ClusterError):
     """What checkBindings finds undone: the binding will not complete."""
 
 
