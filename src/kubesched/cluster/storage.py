@@ -32,8 +32,11 @@ class StorageError(InputError):
 def read_storage(kind: str, obj: Any) -> StorageObject:
     """One object of ``kind`` (one of `STORAGE_KINDS`); raises StorageError or msgspec.ValidationError."""
     if kind == "PersistentVolume":
+        _raw_quantities(obj, ("spec", "capacity"))
         return _pv(msgspec.convert(obj, PersistentVolume))
     if kind == "PersistentVolumeClaim":
+        _raw_quantities(obj, ("spec", "resources", "requests"))
+        _raw_quantities(obj, ("spec", "resources", "limits"))
         return _pvc(msgspec.convert(obj, PersistentVolumeClaim))
     if kind == "StorageClass":
         sc = msgspec.convert(obj, StorageClass)
@@ -51,6 +54,19 @@ def read_storage(kind: str, obj: Any) -> StorageObject:
         if count is not None and count < 0:
             raise StorageError(f"spec.drivers[{i}].allocatable.count: Invalid value: {count}: must be non-negative")
     return node
+
+
+def _raw_quantities(obj: Any, path: tuple[str, ...]) -> None:
+    """Name the key of a quantity map whose value is not a quantity (msgspec's path stops at the map)."""
+    at = obj
+    for key in path:
+        if not isinstance(at, dict):
+            return
+        at = at.get(key)
+    if isinstance(at, dict):
+        for key, value in at.items():
+            if not isinstance(value, (str, int, float)) or isinstance(value, bool):
+                raise StorageError(f"{'.'.join(path)}.{key}: expected a quantity, got {type(value).__name__}")
 
 
 def _named(name: str, kind: str) -> None:
