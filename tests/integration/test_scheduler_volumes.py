@@ -7,6 +7,7 @@ made Available, a claim completed as Bound), the test does it through the API, a
 from __future__ import annotations
 
 import contextlib
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -16,8 +17,10 @@ import pytest
 from kubesched.plugins import in_tree
 from kubesched.testing.adminapi import ApiError
 from kubesched.testing.controlplane import ControlPlane
+from kubesched.testing.faultproxy import FaultProxy
 from kubesched.testing.waiting import wait_until
 
+from .test_apiserver_faults import proxied_kubeconfig
 from .test_scheduler_e2e import RUN_LABEL, Run, create, events, node_of, nodes, pod, running
 
 pytestmark = pytest.mark.controlplane
@@ -132,23 +135,12 @@ def test_a_wait_for_first_consumer_claim_is_bound_at_prebind(
     control_plane: ControlPlane, kube_namespace: str, tmp_path: Path
 ) -> None:
     cp, run, ns = control_plane, Run(), kube_namespace
-    sc, pv_name = f"local-{run.id}", f"pv-{run.id}"
-    storage_class = {
-        "apiVersion": "storage.k8s.io/v1",
-        "kind": "StorageClass",
-        "metadata": {"name": sc},
-        "provisioner": "kubernetes.io/no-provisioner",
-        "volumeBindingMode": "WaitForFirstConsumer",
-    }
+    sc, pv_name, objects = wffc_objects(run)
     config = run.config()
     config["profiles"][0]["pluginConfig"].append({"name": "VolumeBinding", "args": {"bindTimeoutSeconds": 120}})
     with (
         nodes(cp, run, two_nodes(run)),
-        cluster_scoped(
-            cp,
-            ("/apis/storage.k8s.io/v1/storageclasses", storage_class),
-            ("/api/v1/persistentvolumes", pv_manifest(pv_name, sc, run.node("b"))),
-        ),
+        cluster_scoped(cp, *objects),
         running(cp, tmp_path, config) as sched,
     ):
         available(cp, pv_name)
@@ -181,3 +173,106 @@ def test_a_pod_without_volumes_ignores_storage(
     with nodes(cp, run, {"a": {"labels": {RUN_LABEL: run.id}}}), running(cp, tmp_path, run.config()):
         create(cp, ns, pod("plain", run.scheduler))
         assert wait_until(lambda: node_of(cp, ns, "plain"), "plain bound") == run.node("a")
+
+
+def wffc_objects(run: Run) -> tuple[str, str, tuple[tuple[str, dict[str, Any]], ...]]:
+    sc, pv_name = f"local-{run.id}", f"pv-{run.id}"
+    storage_class = {
+        "apiVersion": "storage.k8s.io/v1",
+        "kind": "StorageClass",
+        "metadata": {"name": sc},
+        "provisioner": "kubernetes.io/no-provisioner",
+        "volumeBindingMode": "WaitForFirstConsumer",
+    }
+    return (
+        sc,
+        pv_name,
+        (
+            ("/apis/storage.k8s.io/v1/storageclasses", storage_class),
+            ("/api/v1/persistentvolumes", pv_manifest(pv_name, sc, run.node("b"))),
+        ),
+    )
+
+
+def complete_claim(cp: ControlPlane, ns: str, claim: str, pv_name: str) -> None:
+    """The PV controller's part: the claim bound to the PV."""
+    patch = {"metadata": {"annotations": {"pv.kubernetes.io/bind-completed": "yes"}}, "spec": {"volumeName": pv_name}}
+    cp.api("PATCH", f"/api/v1/namespaces/{ns}/persistentvolumeclaims/{claim}", patch)
+
+
+def test_prebind_waits_through_a_reset_and_silent_link_and_binds_once_the_claim_completes(
+    control_plane: ControlPlane, kube_namespace: str, tmp_path: Path
+) -> None:
+    cp, run, ns = control_plane, Run(), kube_namespace
+    sc, pv_name, objects = wffc_objects(run)
+    config = run.config()
+    config["profiles"][0]["pluginConfig"].append({"name": "VolumeBinding", "args": {"bindTimeoutSeconds": 120}})
+    with (
+        FaultProxy("127.0.0.1", cp.port or 0) as proxy,
+        nodes(cp, run, two_nodes(run)),
+        cluster_scoped(cp, *objects),
+        running(cp, tmp_path, config, kubeconfig=proxied_kubeconfig(cp, proxy, tmp_path)) as sched,
+    ):
+        available(cp, pv_name)
+        cp.api("POST", f"/api/v1/namespaces/{ns}/persistentvolumeclaims", pvc_manifest("data", sc))
+        create(cp, ns, pod("user", run.scheduler, volumes=claim_volume("data")))
+        wait_until(
+            lambda: cp.api("GET", f"/api/v1/persistentvolumes/{pv_name}")["spec"].get("claimRef"), "claimRef written"
+        )
+        proxy.reset()  # every connection of the scheduler cut while PreBind waits
+        proxy.blackhole()  # then silence: the watches see nothing
+        complete_claim(cp, ns, "data", pv_name)  # the PV controller completes meanwhile
+        time.sleep(15)  # the outage's length is the behaviour under test
+        assert node_of(cp, ns, "user") is None
+        proxy.heal()
+        healed = time.monotonic()
+        bound = wait_until(lambda: node_of(cp, ns, "user"), "the pod bound after the link healed", within=60)
+        print(
+            f"\nRELIABILITY PreBind waiting, link reset then silent 15 s -> pod bound: {time.monotonic() - healed:.1f} s"
+        )
+        assert bound == run.node("b"), sched.tail()
+
+
+def test_prebind_waits_through_an_apiserver_restart(
+    control_plane: ControlPlane, kube_namespace: str, tmp_path: Path
+) -> None:
+    cp, run, ns = control_plane, Run(), kube_namespace
+    sc, pv_name, objects = wffc_objects(run)
+    config = run.config()
+    config["profiles"][0]["pluginConfig"].append({"name": "VolumeBinding", "args": {"bindTimeoutSeconds": 120}})
+    with nodes(cp, run, two_nodes(run)), cluster_scoped(cp, *objects), running(cp, tmp_path, config) as sched:
+        available(cp, pv_name)
+        cp.api("POST", f"/api/v1/namespaces/{ns}/persistentvolumeclaims", pvc_manifest("data", sc))
+        create(cp, ns, pod("user", run.scheduler, volumes=claim_volume("data")))
+        wait_until(
+            lambda: cp.api("GET", f"/api/v1/persistentvolumes/{pv_name}")["spec"].get("claimRef"), "claimRef written"
+        )
+        cp.restart_apiserver()
+        complete_claim(cp, ns, "data", pv_name)
+        ready = time.monotonic()
+        bound = wait_until(lambda: node_of(cp, ns, "user"), "the pod bound after the restart", within=60)
+        print(f"\nRELIABILITY PreBind waiting, kube-apiserver restarted -> pod bound: {time.monotonic() - ready:.1f} s")
+        assert bound == run.node("b"), sched.tail()
+
+
+def test_a_prebind_that_times_out_undoes_its_reservation_and_retries(
+    control_plane: ControlPlane, kube_namespace: str, tmp_path: Path
+) -> None:
+    """No PV controller within bindTimeoutSeconds: `binding volumes: context deadline exceeded`, the pod is
+    retried (the PV stays reserved for its claim through the claimRef written) and binds once it completes."""
+    cp, run, ns = control_plane, Run(), kube_namespace
+    sc, pv_name, objects = wffc_objects(run)
+    config = run.config()
+    config["profiles"][0]["pluginConfig"].append({"name": "VolumeBinding", "args": {"bindTimeoutSeconds": 2}})
+    with nodes(cp, run, two_nodes(run)), cluster_scoped(cp, *objects), running(cp, tmp_path, config) as sched:
+        available(cp, pv_name)
+        cp.api("POST", f"/api/v1/namespaces/{ns}/persistentvolumeclaims", pvc_manifest("data", sc))
+        create(cp, ns, pod("user", run.scheduler, volumes=claim_volume("data")))
+        failed = wait_until(
+            lambda: [e for e in events(cp, ns, "user") if "context deadline exceeded" in e["note"]],
+            "the binding cycle to time out",
+            within=60,
+        )
+        assert "binding volumes: context deadline exceeded" in failed[0]["note"], failed
+        complete_claim(cp, ns, "data", pv_name)
+        assert wait_until(lambda: node_of(cp, ns, "user"), "bound on a retry", within=60) == run.node("b"), sched.tail()
