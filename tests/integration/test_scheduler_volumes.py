@@ -227,9 +227,8 @@ def test_prebind_waits_through_a_reset_and_silent_link_and_binds_once_the_claim_
         proxy.heal()
         healed = time.monotonic()
         bound = wait_until(lambda: node_of(cp, ns, "user"), "the pod bound after the link healed", within=60)
-        print(
-            f"\nRELIABILITY PreBind waiting, link reset then silent 15 s -> pod bound: {time.monotonic() - healed:.1f} s"
-        )
+        took = time.monotonic() - healed
+        print(f"\nRELIABILITY PreBind waiting, link reset then silent 15 s -> pod bound: {took:.1f} s")
         assert bound == run.node("b"), sched.tail()
 
 
