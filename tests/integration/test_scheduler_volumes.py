@@ -275,3 +275,45 @@ def test_a_prebind_that_times_out_undoes_its_reservation_and_retries(
         assert "binding volumes: context deadline exceeded" in failed[0]["note"], failed
         complete_claim(cp, ns, "data", pv_name)
         assert wait_until(lambda: node_of(cp, ns, "user"), "bound on a retry", within=60) == run.node("b"), sched.tail()
+
+
+def test_volume_rejections_read_as_kube_schedulers(
+    control_plane: ControlPlane, kube_namespace: str, tmp_path: Path
+) -> None:
+    """The same pods rejected by each volume plugin, one set for each scheduler: the same reasons per node."""
+    cp, run, ns = control_plane, Run(), kube_namespace
+    sc, _, objects = wffc_objects(run)
+    gone, immediate = f"gone-{run.id}", f"now-{run.id}"
+    pinned = pv_manifest(gone, "", "no-such-node")
+    std = {"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "metadata": {"name": immediate}}
+    std |= {"provisioner": "example.com/none", "volumeBindingMode": "Immediate"}
+    kube_name = f"kube-{run.id}"
+    with (
+        nodes(cp, run, two_nodes(run)),
+        cluster_scoped(
+            cp, *objects, ("/api/v1/persistentvolumes", pinned), ("/apis/storage.k8s.io/v1/storageclasses", std)
+        ),
+        running(cp, tmp_path, run.config()),
+    ):
+        bound = pvc_manifest("pinned", "", volumeName=gone)
+        bound["metadata"]["annotations"] = {"pv.kubernetes.io/bind-completed": "yes"}
+        for claim in (bound, pvc_manifest("unbound", immediate), pvc_manifest("wffc", sc)):
+            cp.api("POST", f"/api/v1/namespaces/{ns}/persistentvolumeclaims", claim)
+        # wffc: the class's only PV is not Available (no PV controller made it so): nothing to bind.
+        kube = cp.start_scheduler(run.config(profiles=[{"schedulerName": kube_name}]), name=f"volumes-{run.id}")
+        try:
+            for claim in ("pinned", "unbound", "wffc"):
+                create(cp, ns, pod(f"ours-{claim}", run.scheduler, volumes=claim_volume(claim)))
+                create(cp, ns, pod(f"theirs-{claim}", kube_name, volumes=claim_volume(claim)))
+            for claim in ("pinned", "unbound", "wffc"):
+                ours, theirs = failed_note(cp, ns, f"ours-{claim}"), failed_note(cp, ns, f"theirs-{claim}")
+                # The reasons, up to PostFilter's part (see the missing-claim test for that).
+                assert ours.split(". ")[0] == theirs.split(". ")[0], (claim, ours, theirs)
+                expected = {
+                    "pinned": "2 node(s) didn't match PersistentVolume's node affinity",
+                    "unbound": "pod has unbound immediate PersistentVolumeClaims",
+                    "wffc": "2 node(s) didn't find available persistent volumes to bind",
+                }[claim]
+                assert expected in theirs, theirs
+        finally:
+            kube.stop()
