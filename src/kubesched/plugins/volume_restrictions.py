@@ -9,6 +9,7 @@ node uses the same disk (not both read-only), and the ReadWriteOncePod conflict 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import ClassVar
 
 import numpy as np
@@ -92,6 +93,17 @@ def _claims_in_use(table: NodeTable, namespace: str, names: set[str]) -> int:
     return len(used)
 
 
+@dataclass
+class _ReadWriteOncePod:
+    """PreFilter's state: the pod's ReadWriteOncePod claims and how many uses of them other pods make."""
+
+    names: frozenset[str]
+    conflicts: int
+
+    def clone(self) -> _ReadWriteOncePod:
+        return _ReadWriteOncePod(self.names, self.conflicts)
+
+
 class VolumeRestrictions(PreFilterPlugin, FilterPlugin, SignPlugin):
     name: ClassVar[str] = "VolumeRestrictions"
     node_fields = NodeFields()
@@ -126,8 +138,28 @@ class VolumeRestrictions(PreFilterPlugin, FilterPlugin, SignPlugin):
         conflicts = _claims_in_use(table, pod.namespace, rwop) if rwop else 0
         if not needs_check and not conflicts:
             return _SKIPPED
-        state[_KEY] = conflicts
+        state[_KEY] = _ReadWriteOncePod(frozenset(rwop), conflicts)
         return PreFilterResult()
+
+    # PreFilterExtensions (preemption's dry run): upstream's updateWithPod counts the other pod's volumes
+    # naming one of the claims (by name only, as upstream).
+    def add_pod(self, state: CycleState, pod: PodInfo, added: PodInfo, table: NodeTable, row: int) -> None:
+        self._update(state, added, 1)
+
+    def remove_pod(self, state: CycleState, pod: PodInfo, removed: PodInfo, table: NodeTable, row: int) -> None:
+        self._update(state, removed, -1)
+
+    @staticmethod
+    def _update(state: CycleState, other: PodInfo, sign: int) -> None:
+        s = state.get(_KEY)
+        if not isinstance(s, _ReadWriteOncePod) or not s.names:
+            return
+        uses = sum(
+            1
+            for v in other.pod.spec.volumes or ()
+            if v.persistent_volume_claim is not None and v.persistent_volume_claim.claim_name in s.names
+        )
+        s.conflicts += sign * uses
 
     def filter(self, state: CycleState, pod: PodInfo, nodes: NodeBatch) -> Verdicts:
         n = len(nodes)
@@ -139,7 +171,8 @@ class VolumeRestrictions(PreFilterPlugin, FilterPlugin, SignPlugin):
                 others = table.pods_on(row).values()
                 failed[i] = any(_conflict(v, other.pod) for v in disks for other in others)
         codes = failed.astype(np.int32)
-        if state.get(_KEY, 0) > 0:
+        rwop = state.get(_KEY)
+        if isinstance(rwop, _ReadWriteOncePod) and rwop.conflicts > 0:
             codes[~failed] = 2
         if not codes.any():
             return Verdicts.all_pass(n)

@@ -88,3 +88,30 @@ def test_a_bound_claim_follows_its_pv_zone(capsys: pytest.CaptureFixture[str], t
     )
     got = run(capsys, tmp_path, zoned, claim("data", "std", ", volumeName: zoned"), pod("a", "data"))
     assert got["default/a"] == "n1"
+
+
+def test_a_read_write_once_pod_claim_is_taken_from_a_lower_priority_pod_by_preemption(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    solo = (
+        "kind: PersistentVolumeClaim\nmetadata: {name: solo, namespace: default}\n"
+        "spec: {accessModes: [ReadWriteOncePod], resources: {requests: {storage: 1Gi}}, volumeName: solo-pv}"
+    )
+    pv = (
+        "kind: PersistentVolume\nmetadata: {name: solo-pv}\n"
+        "spec: {capacity: {storage: 1Gi}, accessModes: [ReadWriteOncePod], claimRef: {namespace: default, name: solo}}"
+    )
+    holder = (
+        "kind: Pod\nmetadata: {name: holder, namespace: default, uid: h}\n"
+        "spec: {nodeName: n1, priority: 1, containers: [{name: c}],"
+        " volumes: [{name: v, persistentVolumeClaim: {claimName: solo}}]}"
+    )
+    wants = pod("wants", "solo").replace("spec: {", "spec: {priority: 100, ")
+    path = tmp_path / "cluster.yaml"
+    path.write_text("\n---\n".join([CLUSTER, solo, pv, holder, wants]))
+    code = main(["scheduler", "run", "--cluster", str(path), "-o", "json"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    got = json.loads(out)
+    assert [p["pod"] for p in got["preemptions"]] == ["default/holder"]
+    assert {p["pod"]: p["node"] for p in got["placements"]}["default/wants"] == "n1"
