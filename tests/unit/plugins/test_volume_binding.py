@@ -68,6 +68,18 @@ def test_a_missing_ephemeral_claim_waits_for_its_controller() -> None:
     assert status.message == "PVC default/web-scratch was not created for pod default/web (pod is not owner)"
 
 
+def test_an_ephemeral_claim_the_pod_owns_is_used_like_any_claim() -> None:
+    owner = {"apiVersion": "v1", "kind": "Pod", "name": "web", "uid": "uid-web", "controller": True}
+    owned = pvc("web-scratch", volume="pv-1", bound=True, ownerReferences=[owner])
+    store = VolumeObjects(pvs=[pv("pv-1", on="n3", claim=("default", "web-scratch", "uid-web-scratch"))], pvcs=[owned])
+    vb, state = plugin(store), CycleState()
+    pod = make_pod("web", volumes=[{"name": "scratch", "ephemeral": {"volumeClaimTemplate": {}}}])
+    table = make_table(NODES)
+    assert vb.pre_filter(state, pod, table).status.ok
+    conflict = Status.unresolvable("node(s) didn't match PersistentVolume's node affinity")
+    assert results(vb.filter(state, pod, batch(table))) == [conflict, conflict, None]
+
+
 def test_lost_and_deleted_claims_are_unresolvable() -> None:
     lost = msgspec.structs.replace(
         pvc("data", volume="gone"), status=msgspec.structs.replace(pvc("x").status, phase="Lost")
