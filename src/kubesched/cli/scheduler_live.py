@@ -89,7 +89,7 @@ async def serve(options: LiveOptions) -> int:
         objects=objects,
     )
     workloads = Workloads()
-    volumes = VolumeObjects(api=APIVolumes(backend._call))  # the watches write, the volume plugins read
+    volumes = VolumeObjects(api=APIVolumes(backend._call), listed=False)  # the watches write, the volume plugins read
     cache = ClusterCache()
     try:
         # The one build of the configuration (ConfigError: the command reports every problem, exit 2).

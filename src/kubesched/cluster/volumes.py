@@ -27,6 +27,7 @@ BETA_STORAGE_CLASS = "volume.beta.kubernetes.io/storage-class"
 # (kind, action): kind is "PersistentVolume", "PersistentVolumeClaim", "StorageClass" or "CSINode";
 # action "Add", "Update" or "Delete".
 ChangeListener = Callable[[str, str], None]
+_KINDS = ("PersistentVolume", "PersistentVolumeClaim", "StorageClass", "CSINode")
 
 
 class VolumeAPI(Protocol):
@@ -90,6 +91,7 @@ class VolumeObjects:
         csinodes: Iterable[CSINode] = (),
         *,
         api: VolumeAPI | None = None,
+        listed: bool = True,
     ) -> None:
         self._pvs: _Assumed[PersistentVolume] = _Assumed()
         self._pvcs: _Assumed[PersistentVolumeClaim] = _Assumed()
@@ -98,14 +100,23 @@ class VolumeObjects:
         self._by_class: dict[str, list[str]] | None = None  # PV names per class, rebuilt after a change
         self.api = api
         self.on_change: ChangeListener | None = None
+        self._listed: set[str] = set()
         self.replace_pvs(list(pvs))
         self.replace_pvcs(list(pvcs))
         self.replace_classes(list(classes))
         self.replace_csinodes(list(csinodes))
+        # The kinds listed so far (a watch's first list); all four when given whole (a cluster file).
+        self._listed = set(_KINDS) if listed else set()
 
     @property
     def completes_bindings(self) -> bool:
         return self.api is None
+
+    @property
+    def synced(self) -> bool:
+        """Whether PVs, claims, StorageClasses and CSINodes have all been listed (kube-scheduler waits for its
+        informers' sync before it schedules; kubesched refuses pods with claims until then)."""
+        return len(self._listed) == len(_KINDS)
 
     def _changed(self, kind: str, action: str) -> None:
         if self.on_change is not None:
@@ -199,6 +210,7 @@ class VolumeObjects:
     def replace_pvs(self, items: list[PersistentVolume]) -> None:
         self._pvs.replace((p.metadata.name, p) for p in items)
         self._by_class = None
+        self._listed.add("PersistentVolume")
         self._changed("PersistentVolume", "Add")
 
     def upsert_pv(self, pv: PersistentVolume) -> None:
@@ -215,6 +227,7 @@ class VolumeObjects:
 
     def replace_pvcs(self, items: list[PersistentVolumeClaim]) -> None:
         self._pvcs.replace((f"{p.metadata.namespace}/{p.metadata.name}", p) for p in items)
+        self._listed.add("PersistentVolumeClaim")
         self._changed("PersistentVolumeClaim", "Add")
 
     def upsert_pvc(self, pvc: PersistentVolumeClaim) -> None:
@@ -227,6 +240,7 @@ class VolumeObjects:
 
     def replace_classes(self, items: list[StorageClass]) -> None:
         self._classes = {c.metadata.name: c for c in items}
+        self._listed.add("StorageClass")
         self._changed("StorageClass", "Add")
 
     def upsert_class(self, sc: StorageClass) -> None:
@@ -240,6 +254,7 @@ class VolumeObjects:
 
     def replace_csinodes(self, items: list[CSINode]) -> None:
         self._csinodes = {c.metadata.name: c for c in items}
+        self._listed.add("CSINode")
         self._changed("CSINode", "Add")
 
     def upsert_csinode(self, node: CSINode) -> None:

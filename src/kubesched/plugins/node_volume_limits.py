@@ -97,8 +97,9 @@ class NodeVolumeLimits(PreFilterPlugin, FilterPlugin, SignPlugin):
         if not vols:
             return _SKIPPED
         claims = any(v.persistent_volume_claim is not None or v.ephemeral is not None for v in vols)
-        if claims and self.handle.volumes is None:
-            return PreFilterResult(vh.untracked(self.name))
+        volumes = self.handle.volumes
+        if claims and (volumes is None or not volumes.synced):
+            return PreFilterResult(vh.refusal(self.name, volumes))
         if claims or any(_inline(v) is not None for v in vols):
             return _RUN
         return _SKIPPED

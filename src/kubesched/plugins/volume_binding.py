@@ -123,8 +123,8 @@ class VolumeBinding(
         if not claims:
             return _SKIPPED
         volumes = self.handle.volumes
-        if volumes is None:
-            return PreFilterResult(vh.untracked(self.name))
+        if volumes is None or not volumes.synced:
+            return PreFilterResult(vh.refusal(self.name, volumes))
         found: list[PersistentVolumeClaim] = []
         for _, name, ephemeral in claims:  # podHasPVCs
             pvc = volumes.pvc(pod.namespace, name)

@@ -127,8 +127,8 @@ class VolumeRestrictions(PreFilterPlugin, FilterPlugin, SignPlugin):
         rwop: set[str] = set()
         if claims:
             volumes = self.handle.volumes
-            if volumes is None:
-                return PreFilterResult(vh.untracked(self.name))
+            if volumes is None or not volumes.synced:
+                return PreFilterResult(vh.refusal(self.name, volumes))
             for name in claims:
                 pvc = volumes.pvc(pod.namespace, name)
                 if pvc is None:

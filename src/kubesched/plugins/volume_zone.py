@@ -84,8 +84,8 @@ class VolumeZone(PreFilterPlugin, FilterPlugin, SignPlugin):
         if not names:
             return _SKIPPED
         volumes = self.handle.volumes
-        if volumes is None:
-            return PreFilterResult(vh.untracked(self.name))
+        if volumes is None or not volumes.synced:
+            return PreFilterResult(vh.refusal(self.name, volumes))
         topologies: list[PVTopology] = []
         for name in names:
             if not name:

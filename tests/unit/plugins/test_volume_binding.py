@@ -303,3 +303,12 @@ def test_enabling_volume_binding_in_a_profile_builds() -> None:
             ),
             in_tree(),
         )
+
+
+def test_until_storage_is_listed_claims_wait_instead_of_being_reported_missing() -> None:
+    store = VolumeObjects(listed=False)
+    status = pre_status(store, [claim_volume("data")])
+    assert status.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE and "to be listed" in status.message
+    for replace in (store.replace_pvs, store.replace_pvcs, store.replace_classes, store.replace_csinodes):
+        replace([])
+    assert pre_status(store, [claim_volume("data")]).message == 'persistentvolumeclaim "data" not found'

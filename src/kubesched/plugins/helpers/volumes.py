@@ -33,6 +33,15 @@ def untracked(plugin: str) -> Status:
     )
 
 
+def refusal(plugin: str, volumes: Volumes | None) -> Status:
+    """Why a pod with claims is refused where ``volumes`` is None, or not listed yet."""
+    if volumes is None:
+        return untracked(plugin)
+    return Status.unresolvable(
+        f"{plugin}: waiting for the PersistentVolumes, PersistentVolumeClaims, StorageClasses and CSINodes to be listed"
+    )
+
+
 def has_volumes(pod: Pod) -> bool:
     return bool(pod.spec.volumes)
 
