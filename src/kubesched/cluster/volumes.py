@@ -118,6 +118,13 @@ class VolumeObjects:
         informers' sync before it schedules; kubesched refuses pods with claims until then)."""
         return len(self._listed) == len(_KINDS)
 
+    def _list_done(self, kind: str) -> None:
+        if kind in self._listed:
+            return
+        self._listed.add(kind)
+        if self.synced:  # pods refused while storage was not listed registered claims' additions: move them
+            self._changed("PersistentVolumeClaim", "Add")
+
     def _changed(self, kind: str, action: str) -> None:
         if self.on_change is not None:
             self.on_change(kind, action)
@@ -210,8 +217,8 @@ class VolumeObjects:
     def replace_pvs(self, items: list[PersistentVolume]) -> None:
         self._pvs.replace((p.metadata.name, p) for p in items)
         self._by_class = None
-        self._listed.add("PersistentVolume")
         self._changed("PersistentVolume", "Add")
+        self._list_done("PersistentVolume")
 
     def upsert_pv(self, pv: PersistentVolume) -> None:
         old = self._pvs.api.get(pv.metadata.name)
@@ -227,8 +234,8 @@ class VolumeObjects:
 
     def replace_pvcs(self, items: list[PersistentVolumeClaim]) -> None:
         self._pvcs.replace((f"{p.metadata.namespace}/{p.metadata.name}", p) for p in items)
-        self._listed.add("PersistentVolumeClaim")
         self._changed("PersistentVolumeClaim", "Add")
+        self._list_done("PersistentVolumeClaim")
 
     def upsert_pvc(self, pvc: PersistentVolumeClaim) -> None:
         new = self._pvcs.upsert(f"{pvc.metadata.namespace}/{pvc.metadata.name}", pvc)
@@ -240,8 +247,8 @@ class VolumeObjects:
 
     def replace_classes(self, items: list[StorageClass]) -> None:
         self._classes = {c.metadata.name: c for c in items}
-        self._listed.add("StorageClass")
         self._changed("StorageClass", "Add")
+        self._list_done("StorageClass")
 
     def upsert_class(self, sc: StorageClass) -> None:
         new = sc.metadata.name not in self._classes
@@ -254,8 +261,8 @@ class VolumeObjects:
 
     def replace_csinodes(self, items: list[CSINode]) -> None:
         self._csinodes = {c.metadata.name: c for c in items}
-        self._listed.add("CSINode")
         self._changed("CSINode", "Add")
+        self._list_done("CSINode")
 
     def upsert_csinode(self, node: CSINode) -> None:
         new = node.metadata.name not in self._csinodes

@@ -38,3 +38,18 @@ def test_a_class_change_moves_the_pv_between_lists_and_changes_are_reported() ->
     store.delete_pv(pv("a", "2"))
     assert store.pv("a") is None
     assert seen == [("PersistentVolume", "Update"), ("PersistentVolume", "Delete")]
+
+
+def test_the_last_first_list_moves_the_pods_refused_meanwhile() -> None:
+    seen: list[tuple[str, str]] = []
+    store = VolumeObjects(listed=False)
+    store.on_change = lambda kind, action: seen.append((kind, action))
+    store.replace_pvcs([])
+    store.replace_pvs([])
+    store.replace_classes([])
+    assert not store.synced
+    store.replace_csinodes([])  # the last: a claim event every volume plugin registered follows
+    assert store.synced and seen[-1] == ("PersistentVolumeClaim", "Add")
+    seen.clear()
+    store.replace_csinodes([])  # a relist later: just its own event
+    assert seen == [("CSINode", "Add")]
