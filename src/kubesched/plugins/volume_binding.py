@@ -21,10 +21,10 @@ import msgspec
 import numpy as np
 
 from kubesched.api.node_fields import NodeFields
-from kubesched.api.storage import ObjectReference, PersistentVolume, PersistentVolumeClaim
+from kubesched.api.storage import PersistentVolume, PersistentVolumeClaim
 from kubesched.core.nodetable import BoolColumn, IntColumn, NodeTable, Rows
 from kubesched.core.podinfo import PodInfo
-from kubesched.errors import ClusterError, PluginError
+from kubesched.errors import PluginError
 from kubesched.framework.events import NODE_CHANGE, ActionType, ClusterEvent, ClusterEventWithHint, EventResource
 from kubesched.framework.interfaces import (
     CycleState,
@@ -281,7 +281,7 @@ class VolumeBinding(
             k = int(chosen[i])
             if k < 0:
                 continue
-            pv = _bind_volume_to_claim(pvs[k], pvc)
+            pv = vh.bind_volume_to_claim(pvs[k], pvc)
             if pv is not pvs[k]:
                 volumes.assume_pv(pv)
             bindings.append((pv, pvc))
@@ -333,9 +333,9 @@ class VolumeBinding(
         deadline = time.monotonic() + self.bind_timeout
         while True:
             try:
-                if _check_bindings(st, volumes, node_name):
+                if vh.check_bindings(st.bindings, st.provisions, volumes, node_name):
                     return SUCCESS
-            except _BindingUndone as err:
+            except vh.BindingUndone as err:
                 return Status.error(f"binding volumes: {err}")
             if volumes.completes_bindings:
                 return SUCCESS  # in memory: no PV controller provisions; the selected node is written
@@ -366,10 +366,6 @@ class _FilterError(PluginError):
     """A claim that cannot be judged (kube-scheduler's Filter error)."""
 
 
-class _BindingUndone(ClusterError):
-    """What checkBindings finds undone: the binding will not complete."""
-
-
 def _verdicts(node_conflict: BoolColumn, bind_conflict: BoolColumn, pv_missing: BoolColumn) -> Verdicts:
     """One status per combination of reasons, in kube-scheduler's order."""
     codes = np.zeros(len(node_conflict), dtype=np.int32)
@@ -391,51 +387,3 @@ def _decision_for(st: _State, node: str) -> tuple[_Decision, int] | None:
         if node in decision.names:
             return decision, decision.names.index(node)
     return None
-
-
-def _bind_volume_to_claim(pv: PersistentVolume, pvc: PersistentVolumeClaim) -> PersistentVolume:
-    """GetBindVolumeToClaim: the PV with its claimRef set to the claim (and bound-by-controller), or ``pv``."""
-    ref = pv.spec.claim_ref
-    meta = pvc.metadata
-    out = pv
-    if ref is None or (ref.name, ref.namespace, ref.uid) != (meta.name, meta.namespace, meta.uid):
-        claim_ref = ObjectReference(
-            kind="PersistentVolumeClaim",
-            namespace=meta.namespace,
-            name=meta.name,
-            uid=meta.uid,
-            api_version="v1",
-            resource_version=meta.resource_version,
-        )
-        out = msgspec.structs.replace(out, spec=msgspec.structs.replace(out.spec, claim_ref=claim_ref))
-    annotations = out.metadata.annotations or {}
-    if not vh.bound_to_claim(pv, pvc) and vh.BOUND_BY_CONTROLLER not in annotations:
-        annotations = {**annotations, vh.BOUND_BY_CONTROLLER: "yes"}
-        out = msgspec.structs.replace(out, metadata=msgspec.structs.replace(out.metadata, annotations=annotations))
-    return out
-
-
-def _check_bindings(st: _State, volumes: Volumes, node: str) -> bool:
-    """checkBindings: whether the PV controller finished; raises _BindingUndone when it never will."""
-    for pv, pvc in st.bindings:
-        current = volumes.api_pv(pv.metadata.name)
-        claim = volumes.api_pvc(pvc.metadata.namespace, pvc.metadata.name)
-        if current is None or claim is None:
-            raise _BindingUndone("failed to check binding: the PersistentVolume or its claim is gone")
-        if vh.rv(pv) > vh.rv(current):
-            return False
-        if current.spec.claim_ref is None or not current.spec.claim_ref.uid:
-            raise _BindingUndone(f'ClaimRef got reset for pv "{pv.metadata.name}"')
-        if not vh.is_fully_bound(claim):
-            return False
-    for pvc in st.provisions:
-        claim = volumes.api_pvc(pvc.metadata.namespace, pvc.metadata.name)
-        if claim is None:
-            raise _BindingUndone("failed to check provisioning pvc: it is gone")
-        if vh.rv(pvc) > vh.rv(claim):
-            return False
-        if (claim.metadata.annotations or {}).get(vh.SELECTED_NODE) != node:
-            raise _BindingUndone(f'provisioning failed for PVC "{pvc.metadata.name}"')
-        if not vh.is_fully_bound(claim):
-            return False
-    return True

@@ -1,17 +1,20 @@
 """What the volume plugins share: a pod's claims, kube-scheduler's storage helpers (component-helpers
-storage/volume and storage/ephemeral), and PV node affinity as a batch over node rows."""
+storage/volume and storage/ephemeral), PV node affinity as a batch over node rows, and the binder's
+GetBindVolumeToClaim and checkBindings (volumebinding/binder.go)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 
+import msgspec
 import numpy as np
 
 from kubesched.api.core import NodeSelector, NodeSelectorRequirement, NodeSelectorTerm, Pod, Volume
-from kubesched.api.storage import PersistentVolume, PersistentVolumeClaim, StorageClass
+from kubesched.api.storage import ObjectReference, PersistentVolume, PersistentVolumeClaim, StorageClass
 from kubesched.core.nodeaffinity import compile_selector
 from kubesched.core.nodetable import BoolColumn, NodeTable, Rows
 from kubesched.core.quantity import QuantityError, to_int
+from kubesched.errors import ClusterError
 from kubesched.framework.status import Status
 from kubesched.framework.volumes import Volumes
 from kubesched.plugins.helpers.label_selector import SelectorError
@@ -207,3 +210,60 @@ def _selects(pvc: PersistentVolumeClaim, pv: PersistentVolume) -> bool:
     except SelectorError:
         return False
     return selector.matches(pv.metadata.labels or {})
+
+
+class BindingUndone(ClusterError):
+    """What checkBindings finds undone: the binding will not complete."""
+
+
+def bind_volume_to_claim(pv: PersistentVolume, pvc: PersistentVolumeClaim) -> PersistentVolume:
+    """GetBindVolumeToClaim: the PV with its claimRef set to the claim (and bound-by-controller), or ``pv``."""
+    ref = pv.spec.claim_ref
+    meta = pvc.metadata
+    out = pv
+    if ref is None or (ref.name, ref.namespace, ref.uid) != (meta.name, meta.namespace, meta.uid):
+        claim_ref = ObjectReference(
+            kind="PersistentVolumeClaim",
+            namespace=meta.namespace,
+            name=meta.name,
+            uid=meta.uid,
+            api_version="v1",
+            resource_version=meta.resource_version,
+        )
+        out = msgspec.structs.replace(out, spec=msgspec.structs.replace(out.spec, claim_ref=claim_ref))
+    annotations = out.metadata.annotations or {}
+    if not bound_to_claim(pv, pvc) and BOUND_BY_CONTROLLER not in annotations:
+        annotations = {**annotations, BOUND_BY_CONTROLLER: "yes"}
+        out = msgspec.structs.replace(out, metadata=msgspec.structs.replace(out.metadata, annotations=annotations))
+    return out
+
+
+def check_bindings(
+    bindings: list[tuple[PersistentVolume, PersistentVolumeClaim]],
+    provisions: list[PersistentVolumeClaim],
+    volumes: Volumes,
+    node: str,
+) -> bool:
+    """checkBindings: whether the PV controller finished; raises BindingUndone when it never will."""
+    for pv, pvc in bindings:
+        current = volumes.api_pv(pv.metadata.name)
+        claim = volumes.api_pvc(pvc.metadata.namespace, pvc.metadata.name)
+        if current is None or claim is None:
+            raise BindingUndone("failed to check binding: the PersistentVolume or its claim is gone")
+        if rv(pv) > rv(current):
+            return False
+        if current.spec.claim_ref is None or not current.spec.claim_ref.uid:
+            raise BindingUndone(f'ClaimRef got reset for pv "{pv.metadata.name}"')
+        if not is_fully_bound(claim):
+            return False
+    for pvc in provisions:
+        claim = volumes.api_pvc(pvc.metadata.namespace, pvc.metadata.name)
+        if claim is None:
+            raise BindingUndone("failed to check provisioning pvc: it is gone")
+        if rv(pvc) > rv(claim):
+            return False
+        if (claim.metadata.annotations or {}).get(SELECTED_NODE) != node:
+            raise BindingUndone(f'provisioning failed for PVC "{pvc.metadata.name}"')
+        if not is_fully_bound(claim):
+            return False
+    return True
