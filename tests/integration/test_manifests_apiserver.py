@@ -181,6 +181,13 @@ def test_rbac_grants_each_component_only_what_it_needs(cluster: Cluster) -> None
     cluster.expect(sched, False, "update", "leases", group="coordination.k8s.io", name="kube-scheduler")
     cluster.expect(sched, False, "update", "pods")
     cluster.expect(sched, False, "get", "secrets")
+    # The volume plugins: watches of storage, and VolumeBinding's two patches at PreBind.
+    cluster.expect(sched, True, "watch", "persistentvolumes")
+    cluster.expect(sched, True, "patch", "persistentvolumeclaims")
+    cluster.expect(sched, True, "list", "csinodes", group="storage.k8s.io")
+    cluster.expect(sched, True, "watch", "storageclasses", group="storage.k8s.io")
+    cluster.expect(sched, False, "delete", "persistentvolumes")
+    cluster.expect(sched, False, "update", "storageclasses", group="storage.k8s.io")
 
     cluster.expect(ext_sched, True, "update", "leases", group="coordination.k8s.io", name=ext_sched)
     cluster.expect(ext_sched, False, "update", "leases", group="coordination.k8s.io", name=sched)
@@ -260,6 +267,8 @@ def test_the_kubesched_scheduler_runs_with_the_rendered_config_and_rbac(
         wait_until(lambda: _alive(proc, log) and _get(control_plane, lease_path), "the scheduler's lease", within=60)
         # Ready means every watch (pods, nodes, namespaces, PodDisruptionBudgets) listed under the rendered RBAC.
         wait_until(lambda: _alive(proc, log) and _ready(port), "the scheduler to be ready", within=60)
+        # The other watches (storage, PDBs, workloads) are not waited for by readiness: none may be refused.
+        assert "forbidden" not in log.read_text(errors="replace").lower(), log.read_text(errors="replace")[-3000:]
     finally:
         proc.terminate()
         try:

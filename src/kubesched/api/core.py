@@ -31,6 +31,7 @@ class OwnerReference(_K):
     api_version: str = ""
     kind: str = ""
     name: str = ""
+    uid: str = ""
     controller: bool | None = None
 
 
@@ -148,6 +149,62 @@ class SchedulingGate(_K):
     name: str = ""
 
 
+class PersistentVolumeClaimVolumeSource(_K):
+    claim_name: str = ""
+    read_only: bool = False
+
+
+class EphemeralVolumeSource(_K):
+    """A generic ephemeral volume: its claim, ``<pod>-<volume>``, is made by the ephemeral volume controller."""
+
+    volume_claim_template: dict[str, object] | None = None
+
+
+class GCEPersistentDiskVolumeSource(_K):
+    pd_name: str = ""
+    read_only: bool = False
+
+
+class AWSElasticBlockStoreVolumeSource(_K):
+    volume_id: str = msgspec.field(default="", name="volumeID")
+    read_only: bool = False
+
+
+class AzureDiskVolumeSource(_K):
+    disk_name: str = ""
+    disk_uri: str = msgspec.field(default="", name="diskURI")
+
+
+class CinderVolumeSource(_K):
+    volume_id: str = msgspec.field(default="", name="volumeID")
+
+
+class ISCSIVolumeSource(_K):
+    iqn: str = ""
+    read_only: bool = False
+
+
+class RBDVolumeSource(_K):
+    monitors: list[str] | None = None
+    pool: str = ""
+    image: str = ""
+    read_only: bool = False
+
+
+class Volume(_K):
+    """A pod's volume, with the sources the volume plugins read (others are skipped while decoding)."""
+
+    name: str = ""
+    persistent_volume_claim: PersistentVolumeClaimVolumeSource | None = None
+    ephemeral: EphemeralVolumeSource | None = None
+    gce_persistent_disk: GCEPersistentDiskVolumeSource | None = None
+    aws_elastic_block_store: AWSElasticBlockStoreVolumeSource | None = None
+    azure_disk: AzureDiskVolumeSource | None = None
+    cinder: CinderVolumeSource | None = None
+    iscsi: ISCSIVolumeSource | None = None
+    rbd: RBDVolumeSource | None = None
+
+
 class PodSpec(_K):
     node_name: str = ""
     scheduler_name: str = ""
@@ -162,6 +219,7 @@ class PodSpec(_K):
     resources: ResourceRequirements | None = None
     scheduling_gates: list[SchedulingGate] | None = None
     topology_spread_constraints: list[TopologySpreadConstraint] | None = None
+    volumes: list[Volume] | None = None
 
 
 class PodCondition(_K):

@@ -15,6 +15,7 @@ from kubesched.cli.scheduler_live import LiveOptions, serve
 from kubesched.cluster.cache import ClusterCache
 from kubesched.cluster.files import ClusterFileError, read_cluster
 from kubesched.cluster.kubeclient import KubeConfigError, connect
+from kubesched.cluster.storage import volume_objects
 from kubesched.config.duration import Duration
 from kubesched.config.errors import ConfigParseError
 from kubesched.config.profiles import (
@@ -295,7 +296,7 @@ def run_in_memory(args: argparse.Namespace, config: SchedulerConfiguration) -> i
 
     async def main() -> tuple[list[Placement], list[tuple[str, str]]]:
         clock = ManualClock()
-        cluster = MemoryCluster(found.nodes, found.pods, found.pdbs, found.namespaces)
+        cluster = MemoryCluster(found.nodes, found.pods, found.pdbs, found.namespaces, volume_objects(found.storage))
         scheduler = Scheduler(
             ClusterCache(),
             cluster,
@@ -305,6 +306,7 @@ def run_in_memory(args: argparse.Namespace, config: SchedulerConfiguration) -> i
             extenders=ExtenderSet,
             # The file's Services, ReplicaSets… give PodTopologySpread's default constraints their selector.
             default_selector=found.workloads.default_selector,
+            volumes=cluster.volumes,
         )
         cluster.attach(scheduler)
         await run_until_settled(scheduler, clock)

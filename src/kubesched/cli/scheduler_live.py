@@ -26,6 +26,7 @@ from kubesched.cluster.cache import ClusterCache
 from kubesched.cluster.kubeclient import Connection, CredentialError, KubeClient
 from kubesched.cluster.objects import ClusterObjects
 from kubesched.cluster.source import scheduler_source
+from kubesched.cluster.volumes import VolumeObjects
 from kubesched.cluster.workloads import Workloads
 from kubesched.config.profiles import ConfigError, SchedulerConfiguration
 from kubesched.framework.interfaces import Handle
@@ -35,6 +36,7 @@ from kubesched.scheduler.profiles.manager import Built, Reloader, module_files
 from kubesched.scheduler.remote.apiserver import APIServerWriter
 from kubesched.scheduler.remote.extenders import ExtenderSet
 from kubesched.scheduler.remote.leader import LeaderElector, LeadershipLost, default_identity
+from kubesched.scheduler.remote.volumes import APIVolumes
 from kubesched.scheduler.server import SchedulerRoutes
 
 log = logging.getLogger("kubesched.scheduler")
@@ -87,6 +89,7 @@ async def serve(options: LiveOptions) -> int:
         objects=objects,
     )
     workloads = Workloads()
+    volumes = VolumeObjects(api=APIVolumes(backend._call), listed=False)  # the watches write, the volume plugins read
     cache = ClusterCache()
     try:
         # The one build of the configuration (ConfigError: the command reports every problem, exit 2).
@@ -97,6 +100,7 @@ async def serve(options: LiveOptions) -> int:
             batching=options.batching,
             extenders=ExtenderSet,
             default_selector=workloads.default_selector,
+            volumes=volumes,
         )
     except ConfigError:
         await close_clients()
@@ -121,7 +125,8 @@ async def serve(options: LiveOptions) -> int:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
-    source = scheduler_source(client, cache, scheduler, objects, workloads)
+    volumes.on_change = scheduler.volume_changed
+    source = scheduler_source(client, cache, scheduler, objects, workloads, volumes=volumes)
     background = [asyncio.create_task(source.run())]
     if options.config_path is not None and options.reload is not None:
         rebuild = options.reload

@@ -13,6 +13,7 @@ from kubesched.api.core import Namespace, Node, ObjectMeta, Pod, ReplicationCont
 from kubesched.api.policy_v1 import PodDisruptionBudget
 from kubesched.cluster.cache import ClusterCache
 from kubesched.cluster.defaulting import DefaultingError, PriorityClass, default_pod, priority_classes
+from kubesched.cluster.storage import STORAGE_KINDS, StorageError, StorageObject, read_storage
 from kubesched.cluster.workloads import Workloads
 from kubesched.errors import ConfigurationError
 
@@ -47,12 +48,9 @@ _KINDS = (
     "StatefulSet",
     "PodDisruptionBudget",
     "PriorityClass",
+    *STORAGE_KINDS,
 )
 _NOT_YET = {
-    "PersistentVolume",
-    "PersistentVolumeClaim",
-    "StorageClass",
-    "CSINode",
     "CSIDriver",
     "ResourceSlice",
     "ResourceClaim",
@@ -106,6 +104,7 @@ class ClusterFile:
     namespaces: list[Namespace] = field(default_factory=list)  # their labels, for namespaceSelector terms
     pdbs: list[PodDisruptionBudget] = field(default_factory=list)
     priority_classes: list[PriorityClass] = field(default_factory=list)
+    storage: list[StorageObject] = field(default_factory=list)  # PVs, PVCs, StorageClasses, CSINodes
 
 
 def read_objects(path: Path) -> tuple[list[Node], list[Pod]]:
@@ -178,9 +177,14 @@ def _read_one(
         out.priority_classes.append(
             PriorityClass(pc.metadata.name, pc.value, pc.global_default, pc.preemption_policy or "PreemptLowerPriority")
         )
+    elif kind in STORAGE_KINDS:
+        try:
+            out.storage.append(read_storage(kind, obj))
+        except StorageError as err:
+            raise ClusterFileError(f"{path}: {where}: {kind}: {err}") from None
     elif kind in _NOT_YET:
         raise ClusterFileError(
-            f"{path}: {where}: kind {kind!r} is not supported yet: kubesched does not schedule volumes or"
+            f"{path}: {where}: kind {kind!r} is not supported yet: kubesched does not read CSIDrivers or"
             " dynamic resource claims (see docs/scheduler.md, Known differences)"
         )
     else:

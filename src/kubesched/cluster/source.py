@@ -14,10 +14,12 @@ from typing import Any, Protocol, TypeVar
 
 from kubesched.api.core import Namespace, Node, Pod, ReplicationController, Service, Workload
 from kubesched.api.policy_v1 import PodDisruptionBudget
+from kubesched.api.storage import CSINode, PersistentVolume, PersistentVolumeClaim, StorageClass
 from kubesched.cluster.cache import ClusterCache
 from kubesched.cluster.kubeclient import KubeClient
 from kubesched.cluster.objects import ClusterObjects
 from kubesched.cluster.reflector import Handlers, Reflector
+from kubesched.cluster.volumes import VolumeObjects
 from kubesched.cluster.workloads import Selectors, Workloads
 
 # Finished pods hold no resources; the server filters them out of the stream.
@@ -115,10 +117,12 @@ def scheduler_source(
     workloads: Workloads,
     *,
     watch_timeout: int | None = None,
+    volumes: VolumeObjects | None = None,
 ) -> KubeSource:
     """What the scheduler watches: nodes and pods into ``feed`` (its event methods; synced once both are
-    listed), PodDisruptionBudgets and namespaces into ``objects``, and what selects pods into ``workloads``
-    (PodTopologySpread's default constraints, as kube-scheduler's informers)."""
+    listed), PodDisruptionBudgets and namespaces into ``objects``, what selects pods into ``workloads``
+    (PodTopologySpread's default constraints, as kube-scheduler's informers), and PVs, claims, StorageClasses
+    and CSINodes into ``volumes`` (the volume plugins)."""
 
     def watch(path: str, kind: type[Any], handlers: Handlers[Any]) -> Reflector[Any]:
         return Reflector(client, path, kind, handlers, watch_timeout=watch_timeout)
@@ -139,7 +143,31 @@ def scheduler_source(
         watch("/apis/apps/v1/replicasets", Workload, _into(workloads.replica_sets)),
         watch("/apis/apps/v1/statefulsets", Workload, _into(workloads.stateful_sets)),
     ]
+    if volumes is not None:
+        more += _storage_watches(volumes, watch)
     return KubeSource(cache, client, watch_pods=True, watch_timeout=watch_timeout, feed=feed, more=more)
+
+
+def _storage_watches(volumes: VolumeObjects, watch: Any) -> list[Reflector[Any]]:
+    v = volumes
+    return [
+        watch("/api/v1/persistentvolumes", PersistentVolume, Handlers(v.replace_pvs, v.upsert_pv, v.delete_pv)),
+        watch(
+            "/api/v1/persistentvolumeclaims",
+            PersistentVolumeClaim,
+            Handlers(v.replace_pvcs, v.upsert_pvc, v.delete_pvc),
+        ),
+        watch(
+            "/apis/storage.k8s.io/v1/storageclasses",
+            StorageClass,
+            Handlers(v.replace_classes, v.upsert_class, v.delete_class),
+        ),
+        watch(
+            "/apis/storage.k8s.io/v1/csinodes",
+            CSINode,
+            Handlers(v.replace_csinodes, v.upsert_csinode, v.delete_csinode),
+        ),
+    ]
 
 
 def _into(store: Selectors[Item, Any]) -> Handlers[Item]:

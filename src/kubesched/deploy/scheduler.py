@@ -52,6 +52,9 @@ def rules() -> list[Obj]:
         # PodTopologySpread's default constraints: the selectors of what selects a pod.
         k8s.rule("", ["services", "replicationcontrollers"], read),
         k8s.rule("apps", ["replicasets", "statefulsets"], read),
+        # The volume plugins: VolumeBinding's PreBind patches a PV's claimRef or a claim's selected node.
+        k8s.rule("", ["persistentvolumes", "persistentvolumeclaims"], [*read, "patch"]),
+        k8s.rule("storage.k8s.io", ["storageclasses", "csinodes"], read),
         k8s.rule("events.k8s.io", ["events"], ["create", "patch"]),
     ]
 

@@ -34,6 +34,12 @@ class ActionType(enum.Flag):
 class EventResource(enum.Enum):
     NODE = "Node"
     ASSIGNED_POD = "AssignedPod"  # a pod bound to a node (unscheduled pods' own updates are not hinted)
+    # Storage objects (the volume plugins): registered without hints, they move every pod such a plugin
+    # rejected (kube-scheduler's hints narrow this to the pods naming the claim; ours requeue a little more).
+    PERSISTENT_VOLUME = "PersistentVolume"
+    PERSISTENT_VOLUME_CLAIM = "PersistentVolumeClaim"
+    STORAGE_CLASS = "StorageClass"
+    CSI_NODE = "CSINode"
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,6 +18,7 @@ from kubesched.errors import ClusterError
 
 if TYPE_CHECKING:
     from kubesched.framework.runtime import Framework
+    from kubesched.framework.volumes import Volumes
 
 
 class ClusterAPI(Protocol):
@@ -99,7 +100,7 @@ class Handle:
 
     ``framework`` is the profile's own, set once it is built (DefaultPreemption dry-runs its Filter
     plugins); ``preempt_extenders`` lets the configured extenders trim preemption's candidates;
-    ``default_selector`` feeds PodTopologySpread's default constraints.
+    ``default_selector`` feeds PodTopologySpread's default constraints; ``volumes`` the volume plugins.
     """
 
     scheduler_name: str = "default-scheduler"
@@ -109,3 +110,4 @@ class Handle:
     waiting_pods: WaitingPods | None = None
     preempt_extenders: PreemptExtenders | None = None
     default_selector: DefaultSelector | None = None
+    volumes: Volumes | None = None  # PVs, PVCs, StorageClasses, CSINodes (the volume plugins)

@@ -283,6 +283,11 @@ class PermitPlugin(Plugin):
 
 
 class PreBindPlugin(Plugin):
+    def pre_bind_pre_flight(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
+        """kube-scheduler's PreBindPreFlight: SKIP when `pre_bind` has nothing to do for this pod (the
+        binding cycle may then run without awaiting), SUCCESS otherwise."""
+        return SUCCESS
+
     async def pre_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
         raise NotImplementedError
 

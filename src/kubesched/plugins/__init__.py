@@ -19,10 +19,14 @@ from kubesched.plugins.node_name import NodeName
 from kubesched.plugins.node_ports import NodePorts
 from kubesched.plugins.node_resources_fit import NodeResourcesFit
 from kubesched.plugins.node_unschedulable import NodeUnschedulable
+from kubesched.plugins.node_volume_limits import NodeVolumeLimits
 from kubesched.plugins.pod_topology_spread import PodTopologySpread
 from kubesched.plugins.priority_sort import PrioritySort
 from kubesched.plugins.scheduling_gates import SchedulingGates
 from kubesched.plugins.taint_toleration import TaintToleration
+from kubesched.plugins.volume_binding import VolumeBinding
+from kubesched.plugins.volume_restrictions import VolumeRestrictions
+from kubesched.plugins.volume_zone import VolumeZone
 
 IN_TREE: tuple[type[Plugin], ...] = (
     SchedulingGates,
@@ -33,6 +37,10 @@ IN_TREE: tuple[type[Plugin], ...] = (
     NodeAffinity,
     NodePorts,
     NodeResourcesFit,
+    VolumeRestrictions,
+    NodeVolumeLimits,
+    VolumeBinding,
+    VolumeZone,
     PodTopologySpread,
     InterPodAffinity,
     DefaultPreemption,

@@ -17,6 +17,7 @@ import msgspec
 from kubesched.api.core import Namespace, Node, Pod
 from kubesched.api.policy_v1 import PodDisruptionBudget
 from kubesched.cluster.objects import ClusterObjects
+from kubesched.cluster.volumes import VolumeObjects
 from kubesched.config.model import DEFAULT_SCHEDULER_NAME
 from kubesched.core.podinfo import PodInfo
 from kubesched.framework.interfaces import AlreadyAssignedError, ClusterAPIError
@@ -67,11 +68,14 @@ class MemoryCluster:
         pods: Sequence[Pod],
         pdbs: Sequence[PodDisruptionBudget] = (),
         namespaces: Sequence[Namespace] = (),
+        volumes: VolumeObjects | None = None,
     ) -> None:
         self.nodes = {n.metadata.name: n for n in nodes}
         self.pods = {p.metadata.uid: p for p in normalize(pods)}
         self.pending = [f"{p.metadata.namespace}/{p.metadata.name}" for p in self.pods.values() if not p.spec.node_name]
         self.objects = ClusterObjects(pdbs, namespaces)  # what preemption and namespaceSelectors read
+        # PVs, PVCs, StorageClasses, CSINodes: a binding at PreBind applies here, completed at once.
+        self.volumes = volumes if volumes is not None else VolumeObjects()
         self.events: list[Event] = []
         self.conditions: dict[str, tuple[str, str]] = {}  # pod key -> (reason, message)
         self.scheduler: Scheduler | None = None
@@ -79,6 +83,7 @@ class MemoryCluster:
     def attach(self, scheduler: Scheduler) -> None:
         """Hand the cluster's objects to the scheduler, as a watch's first list would."""
         self.scheduler = scheduler
+        self.volumes.on_change = scheduler.volume_changed
         scheduler.nodes_replaced(list(self.nodes.values()))
         scheduler.pods_replaced(list(self.pods.values()))
         scheduler.cache.tracks_pods = True

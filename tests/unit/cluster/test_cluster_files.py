@@ -51,9 +51,9 @@ def test_namespaces_pdbs_and_priority_classes_are_read(tmp_path: Path) -> None:
     assert [(c.name, c.value, c.preemption_policy) for c in got.priority_classes] == [("high", 1000, "Never")]
 
 
-def test_volume_and_dra_kinds_are_refused_not_ignored(tmp_path: Path) -> None:
-    with pytest.raises(ClusterFileError, match="'PersistentVolumeClaim' is not supported yet"):
-        read_cluster(write(tmp_path, "- {kind: PersistentVolumeClaim, metadata: {name: c}}"))
+def test_kinds_not_read_yet_are_refused_not_ignored(tmp_path: Path) -> None:
+    with pytest.raises(ClusterFileError, match="'CSIDriver' is not supported yet"):
+        read_cluster(write(tmp_path, "- {kind: CSIDriver, metadata: {name: c}}"))
 
 
 def pod_with(spec_extra: str, extra_docs: str = "") -> str:

@@ -62,6 +62,10 @@ def test_the_custom_scheduler_gets_exactly_what_it_calls() -> None:
         ("", "replicationcontrollers", READ),
         ("apps", "replicasets", READ),
         ("apps", "statefulsets", READ),
+        ("", "persistentvolumes", (*READ, "patch")),
+        ("", "persistentvolumeclaims", (*READ, "patch")),
+        ("storage.k8s.io", "storageclasses", READ),
+        ("storage.k8s.io", "csinodes", READ),
         ("events.k8s.io", "events", ("create", "patch")),
         ("coordination.k8s.io", "leases", ("create",)),
     ) + grants(("coordination.k8s.io", "leases", ("get", "update")), names=(scheduler.SCHEDULER,))

@@ -10,8 +10,9 @@ from kubesched.core.nodetable import NodeTable
 from kubesched.core.podinfo import PodInfo, compile_pod
 from kubesched.framework.interfaces import CycleState, Handle, ScorePlugin
 from kubesched.framework.profile import PluginRef, ProfileSpec
+from kubesched.framework.registry import Registry
 from kubesched.framework.runtime import Framework
-from kubesched.plugins import default_profile_plugins, in_tree
+from kubesched.plugins import IN_TREE, default_profile_plugins, in_tree
 from kubesched.plugins.default_preemption import DefaultPreemption
 from kubesched.testing.builders import batch, make_node, make_pod, make_table
 
@@ -28,6 +29,10 @@ def test_default_profile_order_and_weights() -> None:
         PluginRef("NodeAffinity", 2),
         PluginRef("NodePorts"),
         PluginRef("NodeResourcesFit", 1),
+        PluginRef("VolumeRestrictions"),
+        PluginRef("NodeVolumeLimits"),
+        PluginRef("VolumeBinding", 1),
+        PluginRef("VolumeZone"),
         PluginRef("PodTopologySpread", 2),
         PluginRef("InterPodAffinity", 2),
         PluginRef("DefaultPreemption"),
@@ -42,14 +47,14 @@ class VolumeBinding(ScorePlugin):
 
 
 def test_in_tree_is_a_new_registry_each_time_and_new_plugins_take_upstream_places() -> None:
-    registry = in_tree()
+    registry = Registry([p for p in IN_TREE if p.name != "VolumeBinding"])
     registry.register(VolumeBinding)
-    assert "VolumeBinding" not in in_tree()
+    assert in_tree() is not in_tree() and in_tree().get("VolumeBinding") is not VolumeBinding
     refs = default_profile_plugins(registry)
-    assert refs[7:10] == (
-        PluginRef("NodeResourcesFit", 1),
+    assert refs[9:12] == (
+        PluginRef("NodeVolumeLimits"),
         PluginRef("VolumeBinding", 1),
-        PluginRef("PodTopologySpread", 2),
+        PluginRef("VolumeZone"),
     )
 
 

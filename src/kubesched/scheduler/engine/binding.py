@@ -146,8 +146,12 @@ class Binder:
         if not self.cluster.binds_inline or outcome.waits:
             return False
         fw = profile.framework
-        if fw.pre_bind:
-            return False
+        for pre in fw.pre_bind:  # a PreBind plugin with something to do for this pod may await
+            try:
+                if pre.pre_bind_pre_flight(outcome.state, outcome.pod, outcome.node or "").code != Code.SKIP:
+                    return False
+            except Exception:  # its PreBind will say what is wrong, in a task of its own
+                return False
         if fw.bind:
             first = fw.bind[0]
             if not first.binds_through_cluster or first.handle.cluster is not self.cluster:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from kubesched.api.core import Node, Pod
 from kubesched.core.podinfo import PodInfo
+from kubesched.framework.events import ActionType, ClusterEvent, EventResource
 from kubesched.scheduler.engine import queue as q
 from kubesched.scheduler.engine.state import Placement, SchedulerState
 
@@ -83,6 +84,11 @@ class ClusterEvents(SchedulerState):
             waiting.reject("", "pod deleted")
         if was is not None:
             self.queue.on_event(q.POD_DELETE, pod=self.cache.compile(pod))
+
+    def volume_changed(self, kind: str, action: str) -> None:
+        """A PersistentVolume, claim, StorageClass or CSINode was added, updated or deleted (`VolumeObjects`
+        calls this): move the parked pods a volume plugin that registered the event rejected."""
+        self.queue.on_event(ClusterEvent(EventResource(kind), ActionType[action.upper()]))
 
     def pods_replaced(self, pods: list[Pod]) -> None:
         """After a (re)list: the cache holds exactly these; queued pods that vanished are dropped."""

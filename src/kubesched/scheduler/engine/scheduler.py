@@ -31,6 +31,7 @@ from kubesched.framework.interfaces import (
     QueueSortPlugin,
 )
 from kubesched.framework.status import SUCCESS, Status
+from kubesched.framework.volumes import Volumes
 from kubesched.scheduler.engine import queue as q
 from kubesched.scheduler.engine.binding import Binder, WaitingPods
 from kubesched.scheduler.engine.built import Built
@@ -71,8 +72,10 @@ class Scheduler(ClusterEvents, Failures):
         extenders: ExtendersFactory = no_extenders,
         default_selector: DefaultSelector | None = None,
         binding_unknown_ttl: float = DEFAULT_UNKNOWN_TTL,
+        volumes: Volumes | None = None,
     ) -> None:
         self.cache = cache
+        self.volumes = volumes  # PVs, PVCs, StorageClasses, CSINodes for the volume plugins (None: untracked)
         # Pods whose binding's answer was lost, still counted on their node until known (unknown.py).
         self._uncertain = UnknownBindings(cluster.bound_node, self._settled, binding_unknown_ttl)
         self._sort_errors: dict[str, FrameworkError] = {}  # pods whose QueueSort key raised, by UID
@@ -135,6 +138,7 @@ class Scheduler(ClusterEvents, Failures):
             waiting_pods=self.waiting,
             preempt_extenders=self._preempt_extenders,
             default_selector=self._default_selector,
+            volumes=self.volumes,
         )
 
     def _preempt_extenders(self, pod: PodInfo, candidates: Candidates) -> Candidates:

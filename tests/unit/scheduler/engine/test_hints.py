@@ -9,7 +9,14 @@ from kubesched.api.core import Node, Pod
 from kubesched.cluster.cache import ClusterCache
 from kubesched.config.profiles import parse
 from kubesched.core.podinfo import PodInfo
-from kubesched.framework.events import NODE_CHANGE, ClusterEventWithHint, registrations
+from kubesched.framework.events import (
+    NODE_CHANGE,
+    ActionType,
+    ClusterEvent,
+    ClusterEventWithHint,
+    EventResource,
+    registrations,
+)
 from kubesched.framework.interfaces import CycleState, Handle, NodeFilterPlugin, NodeInfo
 from kubesched.framework.status import SUCCESS, Status
 from kubesched.plugins import in_tree
@@ -136,6 +143,13 @@ async def test_a_bound_pod_still_running_larger_than_its_spec_blocks_and_its_res
     assert scheduler.cache.pod_node("wants-2") == "n"
 
 
+ADD_UPDATE = ("ADD", "UPDATE")
+
+
+def storage(kind: str, action: str) -> ClusterEvent:
+    return ClusterEvent(EventResource(kind), ActionType[action])
+
+
 # The events each in-tree Filter plugin registers, and whether a hint is asked (the table the scheduler
 # kept before the plugins declared them: PLUGIN_EVENTS, NODE_LOCAL hinted by their Filter on the node).
 NODE_EVENTS = {q.NODE_ADD: True, q.NODE_UPDATE: True}
@@ -149,6 +163,28 @@ DECLARED = {
     "NodeResourcesFit": {**NODE_EVENTS, q.POD_DELETE: False, q.POD_UPDATE: False},  # resized down in place
     "PodTopologySpread": SPREAD,
     "InterPodAffinity": SPREAD,
+    # The volume plugins: storage events without hints (any such event moves the pods they rejected).
+    "VolumeRestrictions": {q.POD_DELETE: False, q.NODE_ADD: False, storage("PersistentVolumeClaim", "ADD"): False},
+    "NodeVolumeLimits": {
+        storage("CSINode", "ADD"): False,
+        storage("CSINode", "UPDATE"): False,
+        q.POD_DELETE: False,
+        storage("PersistentVolumeClaim", "ADD"): False,
+    },
+    "VolumeBinding": {
+        **{storage(kind, a): False for kind in ("StorageClass", "PersistentVolumeClaim") for a in ("ADD", "UPDATE")},
+        **{storage(kind, a): False for kind in ("PersistentVolume", "CSINode") for a in ("ADD", "UPDATE")},
+        q.NODE_ADD: False,
+        q.NODE_UPDATE: False,
+    },
+    "VolumeZone": {
+        storage("StorageClass", "ADD"): False,
+        q.NODE_ADD: False,
+        q.NODE_UPDATE: False,
+        **{
+            storage(kind, a): False for kind in ("PersistentVolumeClaim", "PersistentVolume") for a in ("ADD", "UPDATE")
+        },
+    },
 }
 
 
