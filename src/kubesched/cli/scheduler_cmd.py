@@ -169,15 +169,16 @@ def read_config(
     path: Path | None, live: bool = False, args: argparse.Namespace | None = None
 ) -> tuple[SchedulerConfiguration, list[FieldError]]:
     """The configuration and every problem the one validator (`config.check`, as `config validate`) finds in
-    it: from --config, else the default profile; live, a configuration that names no profile gets one
+    it before building: from --config, else the default profile; live, a configuration that names no profile gets one
     `kubesched` profile (kube-scheduler serves default-scheduler); the leader-election flags laid over it."""
     profile = LIVE_DEFAULT_PROFILE if live else None
     version = config_version(args)
     plugins = PluginSource()
+    # Not built here: the caller builds it (`builder`) with the same PluginSource.build, hence the same problems.
     if path is None:
-        verdict = validate_configuration(default_configuration(profile), plugins, version=version)
+        verdict = validate_configuration(default_configuration(profile), plugins, version=version, build=False)
     else:
-        verdict = validate_file(path, plugins, version=version, default_profile=profile)
+        verdict = validate_file(path, plugins, version=version, default_profile=profile, build=False)
     if verdict.config is None:
         raise ConfigError(verdict.refusals)
     config, errors = verdict.config, verdict.refusals
@@ -204,8 +205,10 @@ def builder(config: SchedulerConfiguration, errors: list[FieldError]) -> Callabl
     built with the handles the caller gives; ConfigError lists ``errors`` and every problem building finds."""
 
     def build(make_handle: Callable[[str], Handle]) -> Built:
+        if errors:  # the validator's verdict; building then would only repeat it in other words
+            raise ConfigError(errors)
         registry, load_errors = load_registry(config.plugin_modules)
-        return build_profiles(config, registry, make_handle, [*errors, *load_errors])
+        return build_profiles(config, registry, make_handle, load_errors)
 
     return build
 

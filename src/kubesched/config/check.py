@@ -55,11 +55,19 @@ class Verdict:
 
 
 def validate_file(
-    path: Path, plugins: PluginSource, *, version: str = REFERENCE, default_profile: str | None = None
+    path: Path,
+    plugins: PluginSource,
+    *,
+    version: str = REFERENCE,
+    default_profile: str | None = None,
+    build: bool = True,
 ) -> Verdict:
-    """Validate the configuration file at ``path`` for kube-scheduler ``version`` ("1.35", "1.37")."""
+    """Validate the configuration file at ``path`` for kube-scheduler ``version`` ("1.35", "1.37").
+
+    ``build=False`` leaves the last step, building every profile, to a caller that builds it anyway (the
+    scheduler, with its own handles): the same `PluginSource.build` then reports the same problems."""
     config, errors = read_file(path, default_profile=default_profile, version=version)
-    return _finish(config, errors, plugins, release(version))
+    return _finish(config, errors, plugins, release(version), build)
 
 
 def validate_text(text: str, plugins: PluginSource, *, version: str = REFERENCE, base: Path | None = None) -> Verdict:
@@ -68,18 +76,22 @@ def validate_text(text: str, plugins: PluginSource, *, version: str = REFERENCE,
     if doc is None and yaml_errors:
         return Verdict(None, tuple(yaml_errors))
     config, errors = read(doc, base, version=version)
-    return _finish(config, [*yaml_errors, *errors], plugins, release(version))
+    return _finish(config, [*yaml_errors, *errors], plugins, release(version), True)
 
 
 def validate_configuration(
-    config: SchedulerConfiguration, plugins: PluginSource, *, version: str = REFERENCE
+    config: SchedulerConfiguration, plugins: PluginSource, *, version: str = REFERENCE, build: bool = True
 ) -> Verdict:
     """Validate a configuration already read (the default one, or one with flags laid over it)."""
-    return _finish(config, [], plugins, release(version))
+    return _finish(config, [], plugins, release(version), build)
 
 
 def _finish(
-    config: SchedulerConfiguration | None, errors: list[FieldError], plugins: PluginSource, rel: Release
+    config: SchedulerConfiguration | None,
+    errors: list[FieldError],
+    plugins: PluginSource,
+    rel: Release,
+    build: bool,
 ) -> Verdict:
     if config is None:
         return Verdict(None, tuple(errors))
@@ -103,7 +115,7 @@ def _finish(
                         FieldError(at, f"kubesched's scheduler has no {point} extension point (kube-scheduler does)")
                     )
         warnings += _unused_args(profile, known)
-    if not errors and not unrunnable:
+    if build and not errors and not unrunnable:
         errors += plugins.build(config, registry)
     return Verdict(config, tuple(errors), tuple(unrunnable), tuple(warnings))
 

@@ -135,8 +135,14 @@ def read(
         model = None
     if model is None:
         return None, errors
-    errors += validate(model)
+    # A field that failed to parse was left at its zero value; don't also report what that zero value breaks.
+    bad = tuple(e.path for e in errors)
+    errors += [e for e in validate(model) if not any(_within(e.path, b) for b in bad)]
     return _convert(model, modules, errors, rel), errors
+
+
+def _within(path: str, prefix: str) -> bool:
+    return path == prefix or path.startswith((prefix + ".", prefix + "["))
 
 
 def _modules(value: object, base: Path | None, errors: list[FieldError]) -> tuple[str, ...]:
