@@ -9,8 +9,8 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Protocol
 
+from kubesched.config.check import validate_text
 from kubesched.config.duration import Duration
-from kubesched.config.errors import ConfigParseError
 from kubesched.config.model import (
     DEFAULT_SCHEDULER_NAME,
     LEGACY_KIND,
@@ -22,10 +22,9 @@ from kubesched.config.model import (
     SchedulerConfig,
     TLSConfig,
 )
-from kubesched.config.check import validate_text
 from kubesched.config.parse import read_document, read_text
-from kubesched.config.upstream import REFERENCE
 from kubesched.config.render import Format, dump, render_config, render_legacy_policy, unreserved_note
+from kubesched.config.upstream import REFERENCE
 from kubesched.config.validation import collect_warnings, validate
 from kubesched.errors import CLIError, FieldError
 from kubesched.scheduler.profiles.manager import PluginSource

@@ -15,9 +15,9 @@ from kubesched.cli.scheduler_live import LiveOptions, serve
 from kubesched.cluster.cache import ClusterCache
 from kubesched.cluster.files import ClusterFileError, read_cluster
 from kubesched.cluster.kubeclient import KubeConfigError, connect
+from kubesched.config.check import validate_configuration, validate_file
 from kubesched.config.duration import Duration
 from kubesched.config.errors import ConfigParseError
-from kubesched.config.check import validate_configuration, validate_file
 from kubesched.config.profiles import (
     LIVE_DEFAULT_PROFILE,
     ConfigError,

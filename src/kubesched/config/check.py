@@ -132,7 +132,7 @@ def _unused_args(profile: ProfileConfig, known: set[str]) -> list[FieldError]:
     out: list[FieldError] = []
     for name, at in profile.args_paths.items():
         if name not in known:
-            message = f'names no known plugin{did_you_mean(name, known)}: kube-scheduler ignores these args'
+            message = f"names no known plugin{did_you_mean(name, known)}: kube-scheduler ignores these args"
             out.append(FieldError(at.removesuffix(".args"), message))
     return out
 

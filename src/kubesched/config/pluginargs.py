@@ -24,12 +24,12 @@ Spec = str | Mapping[str, "Spec"] | list["Spec"]
 
 _INT32 = (-(2**31), 2**31 - 1)
 _INT64 = (-(2**63), 2**63 - 1)
-_RESOURCE = {"name": "str", "weight": "int64"}
-_SHAPE_POINT = {"utilization": "int32", "score": "int32"}
-_REQUIREMENT = {"key": "str", "operator": "str", "values": ["str"]}
-_TERM = {"matchExpressions": [_REQUIREMENT], "matchFields": [_REQUIREMENT]}
-_LABEL_SELECTOR = {"matchLabels": "map", "matchExpressions": [_REQUIREMENT]}
-_SPREAD = {
+_RESOURCE: dict[str, Spec] = {"name": "str", "weight": "int64"}
+_SHAPE_POINT: dict[str, Spec] = {"utilization": "int32", "score": "int32"}
+_REQUIREMENT: dict[str, Spec] = {"key": "str", "operator": "str", "values": ["str"]}
+_TERM: dict[str, Spec] = {"matchExpressions": [_REQUIREMENT], "matchFields": [_REQUIREMENT]}
+_LABEL_SELECTOR: dict[str, Spec] = {"matchLabels": "map", "matchExpressions": [_REQUIREMENT]}
+_SPREAD: dict[str, Spec] = {
     "maxSkew": "int32",
     "topologyKey": "str",
     "whenUnsatisfiable": "str",
@@ -39,7 +39,7 @@ _SPREAD = {
     "nodeTaintsPolicy": "str",
     "matchLabelKeys": ["str"],
 }
-_TYPE_META = {"apiVersion": "str", "kind": "str"}
+_TYPE_META: dict[str, Spec] = {"apiVersion": "str", "kind": "str"}
 ARGS: dict[str, Mapping[str, Spec]] = {
     "DefaultPreemption": {"minCandidateNodesPercentage": "int32", "minCandidateNodesAbsolute": "int32"},
     "InterPodAffinity": {"hardPodAffinityWeight": "int32", "ignorePreferredTermsOfExistingPods": "bool"},
@@ -229,7 +229,9 @@ def _shape(shape: list[Any] | None, path: str) -> list[FieldError]:
     for i in range(1, len(points)):
         if _i(points[i - 1], "utilization", 0) >= _i(points[i], "utilization", 0):
             value = _i(points[i], "utilization", 0)
-            errors.append(invalid(child(index(path, i), "utilization"), value, "values must be sorted in increasing order"))
+            errors.append(
+                invalid(child(index(path, i), "utilization"), value, "values must be sorted in increasing order")
+            )
             break
     for i, point in enumerate(points):
         util, score = _i(point, "utilization", 0), _i(point, "score", 0)
@@ -306,7 +308,9 @@ def _pod_topology_spread(args: dict[str, Any], path: str, rel: Release) -> list[
             errors.append(unsupported(child(at, "whenUnsatisfiable"), action, ("DoNotSchedule", "ScheduleAnyway")))
         if c.get("labelSelector") is not None:
             errors.append(
-                forbidden(child(at, "labelSelector"), "constraint must not define a selector, as they deduced for each pod")
+                forbidden(
+                    child(at, "labelSelector"), "constraint must not define a selector, as they deduced for each pod"
+                )
             )
         for other in constraints[:i]:
             if (other.get("topologyKey") or "", other.get("whenUnsatisfiable") or "") == (key, action):
@@ -369,7 +373,9 @@ def _requirements(exprs: list[Any] | None, path: str, fields: bool) -> list[Fiel
             detail = "for 'in', 'notin' operators, values set can't be empty"
             errors.append(invalid(child(at, "values"), values, detail))
         elif op in ("Exists", "DoesNotExist") and values:
-            errors.append(invalid(child(at, "values"), values, "values set must be empty for exists and does not exist"))
+            errors.append(
+                invalid(child(at, "values"), values, "values set must be empty for exists and does not exist")
+            )
         elif op in ("Gt", "Lt"):
             if len(values) != 1:
                 detail = "for 'Gt', 'Lt' operators, exactly one value is required"

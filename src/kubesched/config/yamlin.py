@@ -33,13 +33,12 @@ class _StrictLoader(yaml.SafeLoader):
         super().__init__(stream)
         self._depth = 0
 
-    def compose_node(self, parent: yaml.Node | None, index: object) -> yaml.Node | None:  # type: ignore[override]
+    def compose_node(self, parent: yaml.Node | None, index: int) -> yaml.Node | None:
         self._depth += 1
         if self._depth > MAX_DEPTH:
-            mark = self.peek_event().start_mark
-            raise yaml.YAMLError(f"nested more than {MAX_DEPTH} levels deep (line {mark.line + 1})")
+            raise yaml.YAMLError(f"nested more than {MAX_DEPTH} levels deep")
         try:
-            return super().compose_node(parent, index)  # type: ignore[no-any-return]
+            return super().compose_node(parent, index)
         finally:
             self._depth -= 1
 
@@ -48,21 +47,24 @@ class _StrictLoader(yaml.SafeLoader):
         out.duplicates = []
         self.flatten_mapping(node)
         for key_node, value_node in node.value:
-            key = self.construct_object(key_node, deep=deep)  # type: ignore[no-untyped-call]
+            key = self.construct_object(key_node, deep=deep)
             if not isinstance(key, Hashable):
                 raise yaml.constructor.ConstructorError(
                     "while constructing a mapping", node.start_mark, "found an unhashable key", key_node.start_mark
                 )
             if key in out:
                 out.duplicates.append((str(key), key_node.start_mark.line + 1))
-            out[key] = self.construct_object(value_node, deep=deep)  # type: ignore[no-untyped-call]
+            out[key] = self.construct_object(value_node, deep=deep)
         return out
 
 
-_StrictLoader.add_constructor(
-    "tag:yaml.org,2002:map",
-    lambda loader, node: loader.construct_mapping(node, deep=True),  # type: ignore[attr-defined]
-)
+def _mapping(loader: _StrictLoader, node: yaml.Node) -> dict[Hashable, Any]:
+    if not isinstance(node, yaml.MappingNode):
+        raise yaml.constructor.ConstructorError(None, None, "expected a mapping", node.start_mark)
+    return loader.construct_mapping(node, deep=True)
+
+
+_StrictLoader.add_constructor("tag:yaml.org,2002:map", _mapping)
 
 
 def load(text: str) -> tuple[object, list[FieldError]]:
@@ -70,7 +72,7 @@ def load(text: str) -> tuple[object, list[FieldError]]:
     if len(text) > MAX_BYTES:
         return None, [FieldError(DOCUMENT, f"is {len(text)} bytes; a configuration is limited to {MAX_BYTES}")]
     try:
-        doc = yaml.load(text, Loader=_StrictLoader)  # noqa: S506 - a SafeLoader subclass
+        doc = yaml.load(text, Loader=_StrictLoader)
     except yaml.YAMLError as err:
         return None, [FieldError(DOCUMENT, f"not valid YAML or JSON: {_problem(err)}")]
     except RecursionError:

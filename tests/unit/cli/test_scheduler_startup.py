@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 
 from kubesched.cli import scheduler_cmd
-from kubesched.config import check as config_check
 from kubesched.cli.main import main
 from kubesched.cli.scheduler_live import LiveOptions
+from kubesched.config import check as config_check
 from kubesched.config import profiles as config_profiles
 from kubesched.framework import build as framework_build
 from kubesched.framework.interfaces import Handle

@@ -1,0 +1,214 @@
+"""The one validator: kube-scheduler's rules per release, plus kubesched's extensions (config/check.py)."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from kubesched.config.check import Verdict, validate_file, validate_text
+from kubesched.scheduler.profiles.manager import PluginSource
+
+PLUGINS = PluginSource(entry_points=lambda: ())
+HEAD = {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration"}
+
+
+def verdict(doc: dict[str, Any], version: str = "1.37", base: Path | None = None) -> Verdict:
+    return validate_text(yaml.safe_dump({**HEAD, **doc}, sort_keys=False), PLUGINS, version=version, base=base)
+
+
+def errors(doc: dict[str, Any], version: str = "1.37") -> list[str]:
+    return [str(e) for e in verdict(doc, version).errors]
+
+
+def profile(**fields: Any) -> dict[str, Any]:
+    return {"profiles": [{"schedulerName": "s", **fields}]}
+
+
+def args(name: str, value: dict[str, Any]) -> dict[str, Any]:
+    return profile(pluginConfig=[{"name": name, "args": value}])
+
+
+# ---- the three files of the issue: each was "ok" for `config validate` before -----------------------
+
+
+def test_an_unknown_field_is_a_strict_decoding_error() -> None:
+    doc = profile(plugins={"score": {"enabled": [{"name": "NodeResourcesFit", "wieght": 3}]}})
+    assert errors(doc) == ["profiles[0].plugins.score.enabled[0].wieght: unknown field; did you mean 'weight'?"]
+
+
+def test_an_unknown_plugin_does_not_exist() -> None:
+    doc = profile(plugins={"filter": {"enabled": [{"name": "NodeResourceFit"}]}})
+    assert errors(doc) == [
+        'profiles[0].plugins.filter.enabled[0].name: plugin "NodeResourceFit" does not exist;'
+        ' did you mean "NodeResourcesFit"?'
+    ]
+
+
+def test_a_misspelt_scoring_strategy_is_unsupported() -> None:
+    doc = profile(
+        pluginConfig=[
+            {"name": "PrioritySort", "args": None},
+            {"name": "NodeResourcesFit", "args": {"scoringStrategy": {"type": "MostAlocated"}}},
+        ]
+    )
+    assert errors(doc) == [
+        'profiles[0].pluginConfig[1].args.scoringStrategy.type: Unsupported value: "MostAlocated": supported values:'
+        ' "LeastAllocated", "MostAllocated", "RequestedToCapacityRatio"'
+    ]
+
+
+# ---- our extension: pluginModules -------------------------------------------------------------------
+
+PLUGIN_FILE = """
+from kubesched import plugin
+
+class Mine(plugin.FilterPlugin):
+    name = "Mine"
+
+    def filter(self, state, pod, nodes):
+        return None
+"""
+
+
+def test_plugin_modules_are_accepted_and_their_plugins_are_known(tmp_path: Path) -> None:
+    (tmp_path / "mine.py").write_text(PLUGIN_FILE)
+    doc = {"pluginModules": ["mine.py:Mine"], **profile(plugins={"filter": {"enabled": [{"name": "Mine"}]}})}
+    result = verdict(doc, base=tmp_path)
+    assert result.ok, result
+
+
+def test_a_plugin_module_that_does_not_load_is_named_by_its_field_path(tmp_path: Path) -> None:
+    doc = {"pluginModules": ["missing.py:Mine"], **profile(plugins={"filter": {"enabled": [{"name": "Mine"}]}})}
+    found = [str(e) for e in verdict(doc, base=tmp_path).errors]
+    assert found[0].startswith(f"pluginModules[0]: {tmp_path / 'missing.py'}:Mine: cannot load:")
+    # Its plugin is then unknown too: both said at once.
+    assert found[1] == 'profiles[0].plugins.filter.enabled[0].name: plugin "Mine" does not exist'
+    assert [str(e) for e in verdict({"pluginModules": "x"}).errors] == [
+        'pluginModules: must be a list of "pkg.mod:Class" or "path/to/file.py:Class"'
+    ]
+
+
+# ---- profiles ---------------------------------------------------------------------------------------
+
+
+def test_profile_rules() -> None:
+    doc = {
+        "profiles": [
+            {"schedulerName": "a", "plugins": {"queueSort": {"enabled": [{"name": "PrioritySort"}]}}},
+            {"schedulerName": "a"},
+            {"schedulerName": "", "percentageOfNodesToScore": 101},
+        ]
+    }
+    assert errors(doc) == [
+        "profiles[1].schedulerName: duplicate value 'a'",
+        "profiles[2].schedulerName: is required",
+        "profiles[2].percentageOfNodesToScore: not in range [0-100]",
+        "profiles[1].plugins.queueSort: Invalid value: queueSort must be the same for all profiles",
+        "profiles[2].plugins.queueSort: Invalid value: queueSort must be the same for all profiles",
+    ]
+
+
+def test_plugin_config_duplicates_and_removed_plugins() -> None:
+    doc = profile(
+        plugins={"filter": {"enabled": [{"name": "EBSLimits"}]}},
+        pluginConfig=[{"name": "NodeAffinity", "args": {}}, {"name": "NodeAffinity", "args": {}}],
+    )
+    removed = 'was invalid in version "v1" (KubeSchedulerConfiguration is version "kubescheduler.config.k8s.io/v1")'
+    assert errors(doc) == [
+        f'profiles[0].plugins.filter.enabled[0]: Invalid value: "EBSLimits": {removed}',
+        'profiles[0].pluginConfig[1]: Duplicate value: "NodeAffinity"',
+    ]
+
+
+def test_args_for_a_plugin_nobody_knows_are_a_warning_as_kube_scheduler_ignores_them() -> None:
+    result = verdict(profile(pluginConfig=[{"name": "NodeResourceFit", "args": {"x": 1}}]))
+    assert result.ok
+    assert [str(w) for w in result.warnings] == [
+        "profiles[0].pluginConfig[0]: names no known plugin; did you mean 'NodeResourcesFit'?:"
+        " kube-scheduler ignores these args"
+    ]
+
+
+def test_a_kube_scheduler_plugin_kubesched_lacks_is_valid_but_unrunnable() -> None:
+    result = verdict(profile(plugins={"filter": {"enabled": [{"name": "VolumeBinding"}]}}))
+    assert not result.errors
+    assert [e.path for e in result.unrunnable] == ["profiles[0].plugins.filter.enabled[0].name"]
+    assert "kubesched does not implement" in result.unrunnable[0].message
+    assert not result.ok
+
+
+def test_a_plugins_own_args_check_runs_when_kube_schedulers_rules_pass() -> None:
+    # kube-scheduler 1.35's rules let this through, and its plugin then dereferences the missing shape: kubesched's
+    # plugin refuses it when the profile is built, at the entry's path.
+    doc = args("NodeResourcesFit", {"scoringStrategy": {"type": "RequestedToCapacityRatio"}})
+    assert errors(doc, "1.35") == [
+        "profiles[0].pluginConfig[0].args: scoringStrategy.requestedToCapacityRatio: Required value:"
+        " needed by type RequestedToCapacityRatio"
+    ]
+
+
+# ---- versions ---------------------------------------------------------------------------------------
+
+
+def test_extension_points_of_1_37_are_unknown_fields_for_1_35() -> None:
+    doc = profile(plugins={"placementScore": {"enabled": [{"name": "PodGroupPodsCount", "weight": 1}]}})
+    assert errors(doc, "1.35") == [
+        "profiles[0].plugins.placementScore: unknown field; placementScore is an extension point of"
+        " kube-scheduler 1.37, not of 1.35"
+    ]
+    result = verdict(doc, "1.37")
+    assert not result.errors
+    assert [e.path for e in result.unrunnable] == ["profiles[0].plugins.placementScore.enabled[0].name"]
+
+
+def test_requested_to_capacity_ratio_rules_differ_between_releases() -> None:
+    doc = args("NodeResourcesFit", {"scoringStrategy": {"type": "RequestedToCapacityRatio"}})
+    assert errors(doc, "1.37") == [
+        "profiles[0].pluginConfig[0].args.scoringStrategy.requestedToCapacityRatio: Required value:"
+        " must be specified when type is RequestedToCapacityRatio"
+    ]
+    shape = {"shape": [{"utilization": 0, "score": 10}]}
+    doc = args("NodeResourcesFit", {"scoringStrategy": {"type": "MostAllocated", "requestedToCapacityRatio": shape}})
+    assert errors(doc, "1.35") == []
+    assert errors(doc, "1.37") == [
+        "profiles[0].pluginConfig[0].args.scoringStrategy.requestedToCapacityRatio: Forbidden:"
+        " must be nil when type is not RequestedToCapacityRatio"
+    ]
+
+
+def test_volume_binding_shape_needs_storage_capacity_scoring_on_1_35() -> None:
+    doc = args("VolumeBinding", {"shape": [{"utilization": 0, "score": 10}, {"utilization": 100, "score": 0}]})
+    assert errors(doc, "1.37") == []
+    assert errors(doc, "1.35") == [
+        'profiles[0].pluginConfig[0].args.shape: Invalid value: [{"utilization": 0, "score": 10},'
+        ' {"utilization": 100, "score": 0}]: unexpected field `shape`, remove it or turn on the feature gate'
+        " StorageCapacityScoring"
+    ]
+
+
+def test_an_unsupported_version_is_refused() -> None:
+    with pytest.raises(ValueError, match=r"kube-scheduler 1.30: not supported \(supported: 1.35, 1.37\)"):
+        verdict({}, "1.30")
+
+
+# ---- the file path, and the default one ---------------------------------------------------------------
+
+
+def test_validate_file_reads_and_checks(tmp_path: Path) -> None:
+    path = tmp_path / "c.yaml"
+    path.write_text(
+        textwrap.dedent(
+            """\
+            apiVersion: kubescheduler.config.k8s.io/v1
+            kind: KubeSchedulerConfiguration
+            parallelism: 0
+            """
+        )
+    )
+    result = validate_file(path, PLUGINS)
+    assert [str(e) for e in result.errors] == ["parallelism: should be an integer value greater than zero"]
+    assert validate_file(tmp_path / "none.yaml", PLUGINS).config is None
