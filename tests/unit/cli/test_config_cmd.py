@@ -179,3 +179,59 @@ def test_cli_validate_warns_but_accepts_an_unreserved_resource(
     assert cli([*argv, "--format", "json"]) == 0  # JSON has no comments: the warning goes to stderr only
     out = capsys.readouterr()
     assert out.out.startswith("{") and "extenders[0].bindVerb" in out.err
+
+
+# ---- one validator: `config validate` and `scheduler run --config` agree --------------------------------
+
+SCHED_HEAD = "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"
+PARITY = {
+    "unknown-field": "profiles:\n- schedulerName: s\n  plugins:\n    score:\n      enabled:\n"
+    "      - {name: NodeResourcesFit, wieght: 3}\n",
+    "unknown-plugin": "profiles:\n- schedulerName: s\n  plugins:\n    filter:\n      enabled: [{name: NodeResourceFit}]\n",
+    "bad-strategy": "profiles:\n- schedulerName: s\n  pluginConfig:\n  - name: NodeResourcesFit\n"
+    "    args: {scoringStrategy: {type: MostAlocated}}\n",
+    "duplicate-key": "parallelism: 2\nparallelism: 3\n",
+    "bad-module": "pluginModules: ['nowhere.py:Nope']\n",
+    "wrong-types": "profiles: {schedulerName: s}\nparallelism: many\n",
+    "plugin-own-check": "profiles:\n- schedulerName: s\n  pluginConfig:\n  - name: NodeResourcesFit\n"
+    "    args: {scoringStrategy: {type: RequestedToCapacityRatio, requestedToCapacityRatio: {shape: []}}}\n",
+    "unrunnable": "profiles:\n- schedulerName: s\n  plugins:\n    filter:\n      enabled: [{name: VolumeBinding}]\n",
+    "valid": "profiles:\n- schedulerName: s\n",
+    "valid-with-module": "pluginModules: ['mine.py:Mine']\nprofiles:\n- schedulerName: s\n  plugins:\n"
+    "    filter:\n      enabled: [{name: Mine}]\n",
+}
+MINE = "from kubesched import plugin\n\nclass Mine(plugin.FilterPlugin):\n    name = 'Mine'\n\n" + (
+    "    def filter(self, state, pod, nodes):\n        return None\n"
+)
+
+
+def _problems(err: str) -> list[str]:
+    return [line.strip() for line in err.splitlines() if line.startswith("  ")]
+
+
+@pytest.mark.parametrize("case", sorted(PARITY))
+def test_config_validate_and_scheduler_run_give_one_verdict(
+    case: str, cli: Callable[[Sequence[str]], int], capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    (tmp_path / "mine.py").write_text(MINE)
+    (tmp_path / "cluster.json").write_text('{"kind": "List", "items": []}')
+    path = tmp_path / f"{case}.yaml"
+    path.write_text(SCHED_HEAD + PARITY[case])
+    validated = cli(["config", "validate", str(path)])
+    v_out, v_err = capsys.readouterr()
+    ran = cli(["scheduler", "run", "--config", str(path), "--cluster", str(tmp_path / "cluster.json")])
+    _, r_err = capsys.readouterr()
+    if case == "unrunnable":  # kube-scheduler accepts it: validate says so and warns; our scheduler cannot run it
+        assert (validated, ran) == (0, 2)
+        assert "kubesched: warning: profiles[0].plugins.filter.enabled[0].name: plugin \"VolumeBinding\"" in v_err
+        assert _problems(r_err)[0].startswith('profiles[0].plugins.filter.enabled[0].name: plugin "VolumeBinding"')
+        return
+    assert validated == ran, (v_err, r_err)
+    if case.startswith("valid"):
+        assert (validated, v_out) == (0, "ok\n")
+        return
+    assert validated == 2
+    assert v_err.splitlines()[0] == r_err.splitlines()[0] == f"kubesched: error: {path} is invalid" + (
+        f" ({len(_problems(v_err))} problem{'s' if len(_problems(v_err)) != 1 else ''}):"
+    )
+    assert _problems(v_err) == _problems(r_err)

@@ -212,3 +212,70 @@ def test_validate_file_reads_and_checks(tmp_path: Path) -> None:
     result = validate_file(path, PLUGINS)
     assert [str(e) for e in result.errors] == ["parallelism: should be an integer value greater than zero"]
     assert validate_file(tmp_path / "none.yaml", PLUGINS).config is None
+
+
+# ---- hostile input: a wrong type anywhere is a field error, never a traceback -------------------------
+
+RICH: dict[str, Any] = {
+    "parallelism": 8,
+    "percentageOfNodesToScore": 50,
+    "leaderElection": {"leaderElect": False, "leaseDuration": "15s"},
+    "clientConnection": {"qps": 5, "burst": 10},
+    "extenders": [{"urlPrefix": "http://e:8888", "filterVerb": "filter", "managedResources": [{"name": "x.io/g"}]}],
+    "profiles": [
+        {
+            "schedulerName": "s",
+            "plugins": {
+                "multiPoint": {"enabled": [{"name": "NodeResourcesFit", "weight": 2}], "disabled": [{"name": "*"}]},
+                "queueSort": {"enabled": [{"name": "PrioritySort"}]},
+                "bind": {"enabled": [{"name": "DefaultBinder"}]},
+            },
+            "pluginConfig": [
+                {
+                    "name": "NodeResourcesFit",
+                    "args": {"scoringStrategy": {"type": "MostAllocated", "resources": [{"name": "cpu", "weight": 1}]}},
+                },
+                {
+                    "name": "PodTopologySpread",
+                    "args": {
+                        "defaultingType": "List",
+                        "defaultConstraints": [{"maxSkew": 1, "topologyKey": "z", "whenUnsatisfiable": "DoNotSchedule"}],
+                    },
+                },
+            ],
+        }
+    ],
+}
+
+
+def _paths(value: Any, path: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    out = [path] if path else []
+    if isinstance(value, dict):
+        for k, v in value.items():
+            out += _paths(v, (*path, k))
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            out += _paths(v, (*path, i))
+    return out
+
+
+def _replaced(doc: Any, path: tuple[Any, ...], new: Any) -> Any:
+    if not path:
+        return new
+    if isinstance(doc, dict):
+        return {k: _replaced(v, path[1:], new) if k == path[0] else v for k, v in doc.items()}
+    return [_replaced(v, path[1:], new) if i == path[0] else v for i, v in enumerate(doc)]
+
+
+def test_the_rich_document_is_valid() -> None:
+    assert verdict(RICH).ok, verdict(RICH)
+
+
+@pytest.mark.parametrize("wrong", [7, "x", [1], {"zz": 1}, True, -1.5])
+def test_a_wrong_value_at_every_path_is_reported_with_a_path(wrong: Any) -> None:
+    for path in _paths(RICH):
+        result = verdict(_replaced(RICH, path, wrong))  # must not raise
+        for e in (*result.errors, *result.unrunnable):
+            assert e.path and e.message, (path, e)
+        if isinstance(wrong, dict):  # an object where none belongs, or with an unknown field
+            assert result.errors, path
