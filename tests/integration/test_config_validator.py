@@ -32,15 +32,15 @@ FILES = {
     "valid": "profiles: [{schedulerName: s}]\n",
     "unknown-field": "profiles:\n- schedulerName: s\n  plugins:\n    score:\n      enabled:\n"
     "      - {name: NodeResourcesFit, wieght: 3}\n",
-    "unknown-plugin": "profiles:\n- schedulerName: s\n  plugins:\n    filter:\n      enabled: [{name: NodeResourceFit}]\n",
+    "unknown-plugin": "profiles:\n- schedulerName: s\n  plugins:\n    filter:\n      enabled: [{name: NodeResourceFit}]\n",  # noqa: E501 - test data on one line
     "bad-strategy": "profiles:\n- schedulerName: s\n  pluginConfig:\n  - name: NodeResourcesFit\n"
     "    args: {scoringStrategy: {type: MostAlocated}}\n",
     "duplicate-key": "parallelism: 2\nparallelism: 3\n",
-    "unknown-args-field": "profiles:\n- schedulerName: s\n  pluginConfig:\n  - {name: NodeResourcesFit, args: {bogus: 1}}\n",
-    "args-for-an-unknown-plugin": "profiles:\n- schedulerName: s\n  pluginConfig:\n  - {name: NotAPlugin, args: {x: 1}}\n",
+    "unknown-args-field": "profiles:\n- schedulerName: s\n  pluginConfig:\n  - {name: NodeResourcesFit, args: {bogus: 1}}\n",  # noqa: E501 - test data on one line
+    "args-for-an-unknown-plugin": "profiles:\n- schedulerName: s\n  pluginConfig:\n  - {name: NotAPlugin, args: {x: 1}}\n",  # noqa: E501 - test data on one line
     "upstream-plugin-kubesched-lacks": "profiles:\n- schedulerName: s\n  plugins:\n    filter:\n"
     "      enabled: [{name: VolumeBinding}]\n",
-    "hard-weight": "profiles:\n- schedulerName: s\n  pluginConfig:\n  - {name: InterPodAffinity, args: {hardPodAffinityWeight: 101}}\n",
+    "hard-weight": "profiles:\n- schedulerName: s\n  pluginConfig:\n  - {name: InterPodAffinity, args: {hardPodAffinityWeight: 101}}\n",  # noqa: E501 - test data on one line
     "spread": "profiles:\n- schedulerName: s\n  pluginConfig:\n  - name: PodTopologySpread\n    args:\n"
     "      defaultConstraints: [{maxSkew: 1, topologyKey: zone, whenUnsatisfiable: DoNotSchedule}]\n",
     "duplicate-profile": "profiles: [{schedulerName: s}, {schedulerName: s}]\n",
@@ -51,7 +51,7 @@ FILES = {
     "two-binders": "extenders:\n- {urlPrefix: 'http://a', bindVerb: bind}\n- {urlPrefix: 'http://b', bindVerb: bind}\n",
     "preemption": "profiles:\n- schedulerName: s\n  pluginConfig:\n  - name: DefaultPreemption\n"
     "    args: {minCandidateNodesPercentage: 0, minCandidateNodesAbsolute: 0}\n",
-    "wrong-type": "profiles:\n- schedulerName: s\n  pluginConfig:\n  - {name: InterPodAffinity, args: {hardPodAffinityWeight: x}}\n",
+    "wrong-type": "profiles:\n- schedulerName: s\n  pluginConfig:\n  - {name: InterPodAffinity, args: {hardPodAffinityWeight: x}}\n",  # noqa: E501 - test data on one line
     "api-version": "apiVersion: kubescheduler.config.k8s.io/v1beta3\n",
 }
 

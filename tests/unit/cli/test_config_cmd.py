@@ -187,7 +187,7 @@ SCHED_HEAD = "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerCon
 PARITY = {
     "unknown-field": "profiles:\n- schedulerName: s\n  plugins:\n    score:\n      enabled:\n"
     "      - {name: NodeResourcesFit, wieght: 3}\n",
-    "unknown-plugin": "profiles:\n- schedulerName: s\n  plugins:\n    filter:\n      enabled: [{name: NodeResourceFit}]\n",
+    "unknown-plugin": "profiles:\n- schedulerName: s\n  plugins:\n    filter:\n      enabled: [{name: NodeResourceFit}]\n",  # noqa: E501 - test data on one line
     "bad-strategy": "profiles:\n- schedulerName: s\n  pluginConfig:\n  - name: NodeResourcesFit\n"
     "    args: {scoringStrategy: {type: MostAlocated}}\n",
     "duplicate-key": "parallelism: 2\nparallelism: 3\n",
@@ -223,7 +223,7 @@ def test_config_validate_and_scheduler_run_give_one_verdict(
     _, r_err = capsys.readouterr()
     if case == "unrunnable":  # kube-scheduler accepts it: validate says so and warns; our scheduler cannot run it
         assert (validated, ran) == (0, 2)
-        assert "kubesched: warning: profiles[0].plugins.filter.enabled[0].name: plugin \"VolumeBinding\"" in v_err
+        assert 'kubesched: warning: profiles[0].plugins.filter.enabled[0].name: plugin "VolumeBinding"' in v_err
         assert _problems(r_err)[0].startswith('profiles[0].plugins.filter.enabled[0].name: plugin "VolumeBinding"')
         return
     assert validated == ran, (v_err, r_err)
@@ -231,7 +231,10 @@ def test_config_validate_and_scheduler_run_give_one_verdict(
         assert (validated, v_out) == (0, "ok\n")
         return
     assert validated == 2
-    assert v_err.splitlines()[0] == r_err.splitlines()[0] == f"kubesched: error: {path} is invalid" + (
-        f" ({len(_problems(v_err))} problem{'s' if len(_problems(v_err)) != 1 else ''}):"
+    assert (
+        v_err.splitlines()[0]
+        == r_err.splitlines()[0]
+        == f"kubesched: error: {path} is invalid"
+        + (f" ({len(_problems(v_err))} problem{'s' if len(_problems(v_err)) != 1 else ''}):")
     )
     assert _problems(v_err) == _problems(r_err)

@@ -239,7 +239,9 @@ RICH: dict[str, Any] = {
                     "name": "PodTopologySpread",
                     "args": {
                         "defaultingType": "List",
-                        "defaultConstraints": [{"maxSkew": 1, "topologyKey": "z", "whenUnsatisfiable": "DoNotSchedule"}],
+                        "defaultConstraints": [
+                            {"maxSkew": 1, "topologyKey": "z", "whenUnsatisfiable": "DoNotSchedule"}
+                        ],
                     },
                 },
             ],

@@ -45,7 +45,9 @@ CASES: list[tuple[str, dict[str, Any], list[str]]] = [
     (
         "NodeResourcesFit",
         {"scoringStrategy": {"type": "LeastAllocated", "resources": [{"name": "cpu", "weight": 101}]}},
-        [f"{AT}.scoringStrategy.resources[0].weight: Invalid value: 101: resource weight of cpu not in valid range (0, 100]"],
+        [
+            f"{AT}.scoringStrategy.resources[0].weight: Invalid value: 101: resource weight of cpu not in valid range (0, 100]"  # noqa: E501 - test data on one line
+        ],
     ),
     (
         "NodeResourcesFit",
@@ -132,7 +134,7 @@ CASES: list[tuple[str, dict[str, Any], list[str]]] = [
             f"{AT}.addedAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0].matchExpressions[0]"
             ".values: Invalid value: []string{}: for 'in', 'notin' operators, values set can't be empty",
             f"{AT}.addedAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0].matchExpressions[1]"
-            '.operator: Unsupported value: "Near": supported values: "DoesNotExist", "Exists", "Gt", "In", "Lt", "NotIn"',
+            '.operator: Unsupported value: "Near": supported values: "DoesNotExist", "Exists", "Gt", "In", "Lt", "NotIn"',  # noqa: E501 - test data on one line
             f"{AT}.addedAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0].matchExpressions[2]"
             ".values[0]: Invalid value: \"x\": for 'Gt', 'Lt' operators, the value must be an integer",
             f"{AT}.addedAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0].matchFields[0]"
