@@ -80,7 +80,19 @@ def load(text: str) -> tuple[object, list[FieldError]]:
     problem = _size_problem(doc)
     if problem:
         return None, [FieldError(DOCUMENT, problem)]
-    return doc, list(_duplicates(doc, ""))
+    return _plain(doc, {}), _duplicates(doc, "")
+
+
+def _plain(value: object, seen: dict[int, object]) -> object:
+    """``value`` with plain dicts (writers and msgspec want them), shared parts kept shared."""
+    if not isinstance(value, (dict, list)):
+        return value
+    if id(value) not in seen:
+        if isinstance(value, dict):
+            seen[id(value)] = {k: _plain(v, seen) for k, v in value.items()}
+        else:
+            seen[id(value)] = [_plain(v, seen) for v in value]
+    return seen[id(value)]
 
 
 def _problem(err: yaml.YAMLError) -> str:
