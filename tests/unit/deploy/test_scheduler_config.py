@@ -141,7 +141,7 @@ def test_another_lease_is_replaced_by_the_granted_one_with_a_note(
         (
             {"leaderElection": {"leaderElect": True, "resourceLock": "endpoints"}},
             ["P"],
-            'leaderElection.resourceLock: must be "leases"',
+            'leaderElection.resourceLock: Invalid value: "endpoints": resourceLock value must be "leases"',
         ),
     ],
 )

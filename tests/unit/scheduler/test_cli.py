@@ -68,7 +68,7 @@ def test_the_example_configuration_is_valid(capsys: pytest.CaptureFixture[str]) 
             ["--cluster", "{cluster}", "--config", "{bad}"],
             'profiles[0].plugins.filter.enabled[0].name: plugin "Nope" does not exist',
         ),
-        (["--cluster", "{cluster}", "--config", "{bad}"], "percentageOfNodesToScore: not in range [0-100]"),
+        (["--cluster", "{cluster}", "--config", "{bad}"], "not in valid range [0-100]"),
         (["--cluster", "{bad_cluster}"], "unsupported kind 'Deployment'"),
         (["--reload-interval", "0"], "--reload-interval: must be positive"),
         (["--cluster", "{cluster}", "--feature-gates", "Nope=true"], "unrecognized feature gate: Nope"),

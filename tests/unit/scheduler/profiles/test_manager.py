@@ -209,7 +209,7 @@ def test_reload_applies_a_good_change_and_refuses_a_bad_one(tmp_path: Path, capl
         assert reloader.check() is False
     assert len(current) == 3
     logged = caplog.text
-    assert "percentageOfNodesToScore: not in range [0-100]" in logged
+    assert "not in valid range [0-100]" in logged
     assert "profiles[0].plugins.score.enabled[0].name: unknown plugin 'Missing'" in logged  # all at once
     assert "keeping the running one" in logged
 
