@@ -25,7 +25,7 @@ current-context: c
 HEAD = """\
 apiVersion: kubescheduler.config.k8s.io/v1
 kind: KubeSchedulerConfiguration
-clientConnection: {{kubeconfig: {kubeconfig}}}
+clientConnection: {{kubeconfig: {kubeconfig}{client}}}
 leaderElection: {{leaderElect: false}}
 """
 FILES = {
@@ -53,6 +53,29 @@ FILES = {
     "    args: {minCandidateNodesPercentage: 0, minCandidateNodesAbsolute: 0}\n",
     "wrong-type": "profiles:\n- schedulerName: s\n  pluginConfig:\n  - {name: InterPodAffinity, args: {hardPodAffinityWeight: x}}\n",  # noqa: E501 - test data on one line
     "api-version": "apiVersion: kubescheduler.config.k8s.io/v1beta3\n",
+    "no-profiles": "profiles: []\n",
+    "burst-zero": "#client: , burst: 0\n",
+    "qps-zero": "#client: , qps: 0\n",
+    "burst-negative": "#client: , burst: -1\n",
+    "weight-outside-score": "profiles:\n- schedulerName: s\n  plugins:\n    filter:\n"
+    "      enabled: [{name: NodeName, weight: 3}]\n",
+    "negative-weight": "profiles:\n- schedulerName: s\n  plugins:\n    score:\n"
+    "      enabled: [{name: ImageLocality, weight: -2}]\n",
+    "nameless-plugin-config": "profiles:\n- schedulerName: s\n  pluginConfig: [{args: {x: 1}}]\n",
+    "removed-plugin": "profiles:\n- schedulerName: s\n  plugins:\n    filter:\n      enabled: [{name: EBSLimits}]\n",
+    "enabled-twice": "profiles:\n- schedulerName: s\n  plugins:\n    filter:\n"
+    "      enabled: [{name: NodeName}, {name: NodeName}]\n",
+    "not-a-score-plugin": "profiles:\n- schedulerName: s\n  plugins:\n    score:\n      enabled: [{name: NodeName}]\n",
+    "enabled-star": "profiles:\n- schedulerName: s\n  plugins:\n    filter:\n      enabled: [{name: '*'}]\n",
+    "lease-shorter-than-renew": "leaderElection: {leaderElect: true, leaseDuration: 5s, renewDeadline: 10s}\n",
+    "rtcr-shape": "profiles:\n- schedulerName: s\n  pluginConfig:\n  - name: NodeResourcesFit\n    args:\n"
+    "      scoringStrategy:\n        type: RequestedToCapacityRatio\n"
+    "        requestedToCapacityRatio: {shape: [{utilization: 50, score: 5}, {utilization: 10, score: 1}]}\n",
+    "node-affinity": "profiles:\n- schedulerName: s\n  pluginConfig:\n  - name: NodeAffinity\n    args:\n"
+    "      addedAffinity:\n        requiredDuringSchedulingIgnoredDuringExecution:\n"
+    "          nodeSelectorTerms: [{matchExpressions: [{key: zone, operator: Near, values: [a]}]}]\n",
+    "volume-binding-shape": "profiles:\n- schedulerName: s\n  pluginConfig:\n  - name: VolumeBinding\n"
+    "    args: {shape: [{utilization: 0, score: 10}, {utilization: 100, score: 0}]}\n",
 }
 
 
@@ -66,9 +89,11 @@ def test_kubesched_refuses_what_kube_scheduler_refuses(case: str, scheduler_bina
     kubeconfig = tmp_path / "kubeconfig"
     kubeconfig.write_text(KUBECONFIG)
     body = FILES[case]
-    head = HEAD.format(kubeconfig=kubeconfig)
-    if body.startswith("apiVersion:"):
-        head = "\n".join(line for line in head.splitlines() if not line.startswith("apiVersion:")) + "\n"
+    client = body.removeprefix("#client: ").strip() if body.startswith("#client: ") else ""
+    head = HEAD.format(kubeconfig=kubeconfig, client=client)
+    for key in ("apiVersion:", "leaderElection:"):
+        if body.startswith(key) or f"\n{key}" in body:
+            head = "\n".join(line for line in head.splitlines() if not line.startswith(key)) + "\n"
     path = tmp_path / f"{case}.yaml"
     path.write_text(head + body)
     try:

@@ -103,8 +103,14 @@ def _finish(
     warnings: list[FieldError] = []
     for profile in config.profiles:
         for point, refs in profile.plugins.items():
+            seen: set[str] = set()
             for i, ref in enumerate(refs.enabled):
                 at = index(child(child(child(profile.path, "plugins"), point), "enabled"), i)
+                if ref.name in seen:
+                    kind = point if point == MULTI_POINT else point[0].upper() + point[1:] + "Plugin"
+                    errors.append(FieldError(child(at, "name"), f'plugin "{ref.name}" already registered as "{kind}"'))
+                    continue
+                seen.add(ref.name)
                 if ref.name not in known:
                     hint = did_you_mean(ref.name, known).replace("'", '"')
                     errors.append(FieldError(child(at, "name"), f'plugin "{ref.name}" does not exist{hint}'))

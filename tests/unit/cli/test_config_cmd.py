@@ -148,8 +148,13 @@ def test_cli_validate_reports_every_problem_in_a_file(
     assert "\n  extenders[0].weight: must be an integer" in err
     # The unparsable weight is not also reported as "must have a positive weight".
     assert "positive weight" not in err
-    assert '\n  extenders[1].managedResources[0].name: Invalid value: "gpu": is an invalid extended resource name' in err
-    assert '\n  extenders: Invalid value: "found 2 extenders implementing bind": only one extender can implement bind' in err
+    assert (
+        '\n  extenders[1].managedResources[0].name: Invalid value: "gpu": is an invalid extended resource name' in err
+    )
+    assert (
+        '\n  extenders: Invalid value: "found 2 extenders implementing bind": only one extender can implement bind'
+        in err
+    )
     assert cli(["config", "validate", str(tmp_path / "missing.yaml")]) == 2
     assert "cannot read" in capsys.readouterr().err
 

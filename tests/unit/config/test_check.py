@@ -112,6 +112,13 @@ def test_profile_rules() -> None:
     ]
 
 
+def test_a_plugin_enabled_twice_at_one_point() -> None:
+    doc = profile(plugins={"filter": {"enabled": [{"name": "NodeName"}, {"name": "NodeName"}]}})
+    assert errors(doc) == [
+        'profiles[0].plugins.filter.enabled[1].name: plugin "NodeName" already registered as "FilterPlugin"'
+    ]
+
+
 def test_plugin_config_duplicates_and_removed_plugins() -> None:
     doc = profile(
         plugins={"filter": {"enabled": [{"name": "EBSLimits"}]}},
@@ -210,7 +217,9 @@ def test_validate_file_reads_and_checks(tmp_path: Path) -> None:
         )
     )
     result = validate_file(path, PLUGINS)
-    assert [str(e) for e in result.errors] == ["parallelism: Invalid value: 0: should be an integer value greater than zero"]
+    assert [str(e) for e in result.errors] == [
+        "parallelism: Invalid value: 0: should be an integer value greater than zero"
+    ]
     assert validate_file(tmp_path / "none.yaml", PLUGINS).config is None
 
 
@@ -281,3 +290,18 @@ def test_a_wrong_value_at_every_path_is_reported_with_a_path(wrong: Any) -> None
             assert e.path and e.message, (path, e)
         if isinstance(wrong, dict):  # an object where none belongs, or with an unknown field
             assert result.errors, path
+
+
+def test_what_kube_scheduler_accepts_is_accepted() -> None:
+    # Each of these was refused before: zero qps/burst mean kube-scheduler's defaults, a weight outside score is
+    # ignored, a pluginConfig entry without a name is ignored (we warn).
+    assert verdict({"clientConnection": {"qps": 0, "burst": 0}}).ok
+    assert verdict(profile(plugins={"filter": {"enabled": [{"name": "NodeName", "weight": 3}]}})).ok
+    nameless = verdict(profile(pluginConfig=[{"args": {"x": 1}}]))
+    assert nameless.ok
+    assert [str(w) for w in nameless.warnings] == [
+        "profiles[0].pluginConfig[0]: has no name: kube-scheduler ignores these args"
+    ]
+    assert errors({"clientConnection": {"burst": -1}}) == [
+        "clientConnection.burst: Invalid value: -1: must be non-negative"
+    ]

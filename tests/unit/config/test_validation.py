@@ -65,15 +65,16 @@ def test_quota_name_must_also_be_qualified() -> None:
     # 249 + "/x": fine as a name, but "requests." + it overflows the 253-character prefix limit.
     name = "a" * 249 + "/x"
     assert problems(ext(managed_resources=(ManagedResource(name),))) == [
-        f'extenders[0].managedResources[0].name: Invalid value: "{name}": is an invalid extended resource name: its quota name'
-        f" 'requests.{name}' is not a valid qualified name"
+        f'extenders[0].managedResources[0].name: Invalid value: "{name}": is an invalid extended resource name:'
+        f" its quota name 'requests.{name}' is not a valid qualified name"
     ]
 
 
 def test_duplicate_managed_resources_are_found_across_extenders() -> None:
     gpu = (ManagedResource("example.com/gpu", True),)
     assert problems(ext(managed_resources=gpu), ext(prioritize_verb="", managed_resources=gpu)) == [
-        'extenders[1].managedResources[0].name: Invalid value: "example.com/gpu": duplicate extender managed resource name'
+        'extenders[1].managedResources[0].name: Invalid value: "example.com/gpu":'
+        " duplicate extender managed resource name"
     ]
 
 
