@@ -24,7 +24,7 @@ from kubesched.config.model import (
 )
 from kubesched.config.parse import read_document, read_text
 from kubesched.config.render import Format, dump, render_config, render_legacy_policy, unreserved_note
-from kubesched.config.upstream import REFERENCE
+from kubesched.config.upstream import REFERENCE, release
 from kubesched.config.validation import collect_warnings, validate
 from kubesched.errors import CLIError, FieldError
 from kubesched.scheduler.profiles.manager import PluginSource
@@ -180,9 +180,10 @@ def _run_validate(file: str, version: str) -> int:
     # A KubeSchedulerConfiguration: the one validator, as `scheduler run --config` uses it.
     base = Path.cwd() if file == "-" else Path(file).parent
     try:
-        verdict = validate_text(text, PluginSource(), version=version, base=base)
-    except ValueError as err:  # an unsupported version
-        raise CLIError(str(err)) from err
+        rel = release(version)
+    except ValueError as err:
+        raise CLIError(f"--kubernetes-version: {err}") from None
+    verdict = validate_text(text, PluginSource(), version=rel.version, base=base)
     notes = [FieldError(u.path, u.message + " (`kubesched scheduler run` refuses it)") for u in verdict.unrunnable]
     model = read_document(doc)[0] if verdict.config is not None else None
     warnings = [*(collect_warnings(model) if model is not None else []), *verdict.warnings, *notes]

@@ -25,7 +25,7 @@ from kubesched.config.profiles import (
     SchedulerConfiguration,
     default_configuration,
 )
-from kubesched.config.upstream import REFERENCE
+from kubesched.config.upstream import REFERENCE, release
 from kubesched.errors import CLIError, FieldError
 from kubesched.framework.interfaces import Handle
 from kubesched.scheduler.engine.queue import ManualClock
@@ -197,7 +197,12 @@ def read_config(
 def config_version(args: argparse.Namespace | None) -> str:
     """The kube-scheduler release whose configuration rules apply (``--kubernetes-version`` where it exists)."""
     value = getattr(args, "kubernetes_version", None) if args is not None else None
-    return value if isinstance(value, str) and value else REFERENCE
+    if not isinstance(value, str) or not value:
+        return REFERENCE
+    try:
+        return release(value).version
+    except ValueError as err:
+        raise CLIError(f"--kubernetes-version: {err}") from None
 
 
 def builder(config: SchedulerConfiguration, errors: list[FieldError]) -> Callable[[Callable[[str], Handle]], Built]:
