@@ -18,11 +18,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from kubesched.config.argspec import duplicate, invalid
 from kubesched.config.duration import Duration
 from kubesched.config.errors import ConfigParseError
 from kubesched.config.model import DEFAULT_SCHEDULER_NAME, Extender, LegacyPolicy, SchedulerConfig
 from kubesched.config.parse import DOCUMENT, read_document, read_text
-from kubesched.config.pluginargs import duplicate, invalid, validate_args
+from kubesched.config.pluginargs import validate_args
 from kubesched.config.upstream import REFERENCE, REMOVED_PLUGINS, Release, release
 from kubesched.config.validation import OURS, validate
 from kubesched.errors import FieldError, child, index
