@@ -5,14 +5,15 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Protocol
 
+from kubesched.config.check import validate_text
 from kubesched.config.duration import Duration
-from kubesched.config.errors import ConfigParseError
 from kubesched.config.model import (
     DEFAULT_SCHEDULER_NAME,
+    LEGACY_KIND,
     Extender,
     LeaderElection,
     LegacyPolicy,
@@ -21,10 +22,12 @@ from kubesched.config.model import (
     SchedulerConfig,
     TLSConfig,
 )
-from kubesched.config.parse import load_text, read_document
+from kubesched.config.parse import read_document, read_text
 from kubesched.config.render import Format, dump, render_config, render_legacy_policy, unreserved_note
+from kubesched.config.upstream import REFERENCE, release
 from kubesched.config.validation import collect_warnings, validate
 from kubesched.errors import CLIError, FieldError
+from kubesched.scheduler.profiles.manager import PluginSource
 
 
 class _ManagedResourceLike(Protocol):
@@ -48,7 +51,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "validate",
         help="check a KubeSchedulerConfiguration or legacy Policy file",
         description="Parse a KubeSchedulerConfiguration (v1) or legacy Policy file, YAML or JSON, and report every "
-        "problem with its field path. Prints 'ok' and exits 0 when the file is valid; '-' reads stdin.",
+        "problem with its field path, by kube-scheduler's rules (strict decoding, plugin names and args) plus "
+        "kubesched's extensions (pluginModules are loaded) — the same check `scheduler run --config` makes. "
+        "Prints 'ok' and exits 0 when the file is valid; '-' reads stdin.",
     )
     check.add_argument("file", metavar="FILE")
     check.set_defaults(func=run)
@@ -108,7 +113,7 @@ def _register_extender(sub: argparse._SubParsersAction[argparse.ArgumentParser])
 
 def run(args: argparse.Namespace) -> int:
     if args.config_command == "validate":
-        return _run_validate(str(args.file))
+        return _run_validate(str(args.file), getattr(args, "kubernetes_version", None) or REFERENCE)
     return _run_extender(args)
 
 
@@ -164,15 +169,33 @@ def _run_extender(args: argparse.Namespace) -> int:
     return 0
 
 
-def _run_validate(file: str) -> int:
+def _run_validate(file: str, version: str) -> int:
     try:
         text = sys.stdin.read() if file == "-" else Path(file).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as err:
         raise CLIError(f"{file}: cannot read: {getattr(err, 'strerror', None) or err}") from err
+    doc, problems = read_text(text)
+    if isinstance(doc, Mapping) and doc.get("kind") == LEGACY_KIND:
+        return _validate_legacy(file, doc, problems)
+    # A KubeSchedulerConfiguration: the one validator, as `scheduler run --config` uses it.
+    base = Path.cwd() if file == "-" else Path(file).parent
     try:
-        model, problems = read_document(load_text(text))
-    except ConfigParseError as err:
-        model, problems = None, list(err.errors)
+        rel = release(version)
+    except ValueError as err:
+        raise CLIError(f"--kubernetes-version: {err}") from None
+    verdict = validate_text(text, PluginSource(), version=rel.version, base=base)
+    notes = [FieldError(u.path, u.message + " (`kubesched scheduler run` refuses it)") for u in verdict.unrunnable]
+    model = read_document(doc)[0] if verdict.config is not None else None
+    warnings = [*(collect_warnings(model) if model is not None else []), *verdict.warnings, *notes]
+    _report(verdict.errors, warnings, f"{file} is invalid")
+    print("ok")
+    return 0
+
+
+def _validate_legacy(file: str, doc: object, problems: list[FieldError]) -> int:
+    """A pre-1.23 Policy file: kube-scheduler of those releases' rules (no release kubesched follows reads one)."""
+    model, read_problems = read_document(doc)
+    problems = [*problems, *read_problems]
     warnings: list[FieldError] = []
     if model is not None:
         # A field that failed to parse was left at its zero value; don't also report what that zero value breaks.

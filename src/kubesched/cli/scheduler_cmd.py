@@ -16,6 +16,7 @@ from kubesched.cluster.cache import ClusterCache
 from kubesched.cluster.files import ClusterFileError, read_cluster
 from kubesched.cluster.kubeclient import KubeConfigError, connect
 from kubesched.cluster.storage import volume_objects
+from kubesched.config.check import validate_configuration, validate_file
 from kubesched.config.duration import Duration
 from kubesched.config.errors import ConfigParseError
 from kubesched.config.profiles import (
@@ -24,15 +25,15 @@ from kubesched.config.profiles import (
     LeaderElectionConfig,
     SchedulerConfiguration,
     default_configuration,
-    read_file,
 )
+from kubesched.config.upstream import REFERENCE, release
 from kubesched.errors import CLIError, FieldError
 from kubesched.framework.interfaces import Handle
 from kubesched.scheduler.engine.queue import ManualClock
 from kubesched.scheduler.engine.scheduler import Scheduler
 from kubesched.scheduler.engine.state import Placement
 from kubesched.scheduler.memory import MemoryCluster, run_until_settled
-from kubesched.scheduler.profiles.manager import Built, load_registry
+from kubesched.scheduler.profiles.manager import Built, PluginSource, load_registry
 from kubesched.scheduler.profiles.manager import build as build_profiles
 from kubesched.scheduler.remote.extenders import ExtenderSet
 
@@ -159,26 +160,31 @@ def leader_election(args: argparse.Namespace, le: LeaderElectionConfig) -> Leade
 
 
 def config_problem(err: ConfigParseError, path: Path | None) -> CLIError:
-    where = f"{path}: " if path else ""
+    # The words of `config validate`, which runs the same validator.
+    count = f"{len(err.errors)} problem" + ("s" if len(err.errors) != 1 else "")
     lines = "\n".join(f"  {e}" for e in err.errors)
-    return CLIError(f"{where}invalid scheduler configuration ({len(err.errors)} problem(s)):\n{lines}")
+    return CLIError(f"{path or 'the configuration'} is invalid ({count}):\n{lines}")
 
 
 def read_config(
     path: Path | None, live: bool = False, args: argparse.Namespace | None = None
 ) -> tuple[SchedulerConfiguration, list[FieldError]]:
-    """The configuration as read, no plugin module imported yet, and every problem found reading it: from
-    --config, else the default profile; live, a configuration that names no profile gets one `kubesched`
-    profile (kube-scheduler serves default-scheduler); the leader-election flags laid over it."""
+    """The configuration and every problem the one validator (`config.check`, as `config validate`) finds in
+    it before building: from --config, else the default profile; live, a configuration that names no profile gets one
+    `kubesched` profile (kube-scheduler serves default-scheduler); the leader-election flags laid over it."""
     profile = LIVE_DEFAULT_PROFILE if live else None
-    errors: list[FieldError] = []
+    version = config_version(args)
+    plugins = PluginSource()
+    # Not built here: the caller builds it (`builder`) with the same PluginSource.build, hence the same problems.
     if path is None:
-        config = default_configuration(profile)
+        verdict = validate_configuration(default_configuration(profile), plugins, version=version, build=False)
     else:
-        read, errors = read_file(path, default_profile=profile)
-        if read is None:
-            raise ConfigError(errors)
-        config = read
+        verdict = validate_file(path, plugins, version=version, default_profile=profile, build=False)
+    if verdict.config is None:
+        raise ConfigError(verdict.refusals)
+    config, errors = verdict.config, verdict.refusals
+    for w in verdict.warnings:
+        log.warning("configuration: %s", w)
     if args is not None:
         try:
             le = leader_election(args, config.leader_election)
@@ -189,13 +195,26 @@ def read_config(
     return config, errors
 
 
+def config_version(args: argparse.Namespace | None) -> str:
+    """The kube-scheduler release whose configuration rules apply (``--kubernetes-version`` where it exists)."""
+    value = getattr(args, "kubernetes_version", None) if args is not None else None
+    if not isinstance(value, str) or not value:
+        return REFERENCE
+    try:
+        return release(value).version
+    except ValueError as err:
+        raise CLIError(f"--kubernetes-version: {err}") from None
+
+
 def builder(config: SchedulerConfiguration, errors: list[FieldError]) -> Callable[[Callable[[str], Handle]], Built]:
     """How to build a configuration as read: its plugins loaded (user modules imported) and every profile
     built with the handles the caller gives; ConfigError lists ``errors`` and every problem building finds."""
 
     def build(make_handle: Callable[[str], Handle]) -> Built:
+        if errors:  # the validator's verdict; building then would only repeat it in other words
+            raise ConfigError(errors)
         registry, load_errors = load_registry(config.plugin_modules)
-        return build_profiles(config, registry, make_handle, [*errors, *load_errors])
+        return build_profiles(config, registry, make_handle, load_errors)
 
     return build
 
@@ -232,7 +251,7 @@ def run_scheduler(args: argparse.Namespace) -> int:
     try:
         config, errors = read_config(args.config, live=args.cluster is None, args=args)
         if errors:
-            builder(config, errors)(Handle)  # raises, listing the plugins' problems too
+            raise ConfigError(errors)
     except ConfigError as err:
         raise config_problem(err, args.config) from None
     try:

@@ -13,8 +13,7 @@ import binascii
 import difflib
 from collections.abc import Callable, Mapping, Sequence
 
-import yaml
-
+from kubesched.config import yamlin
 from kubesched.config.duration import Duration
 from kubesched.config.errors import ConfigParseError
 from kubesched.config.model import (
@@ -32,7 +31,7 @@ from kubesched.config.model import (
 )
 from kubesched.errors import FieldError, child, index
 
-DOCUMENT = "<document>"
+DOCUMENT = yamlin.DOCUMENT
 _Check = Callable[[object], str | None]
 
 
@@ -197,19 +196,16 @@ def _unknown_field_message(name: str, known: Sequence[str], by_folded: Mapping[s
 
 
 def load_text(text: str) -> object:
-    """Parse YAML or JSON text (JSON is read as YAML); a syntax error becomes a ConfigParseError."""
-    try:
-        return yaml.safe_load(text)
-    except yaml.YAMLError as err:
-        raise ConfigParseError([FieldError(DOCUMENT, f"not valid YAML or JSON: {_yaml_problem(err)}")]) from err
+    """Parse YAML or JSON text (JSON is read as YAML); any problem, a duplicate key too, is a ConfigParseError."""
+    doc, errors = read_text(text)
+    if errors:
+        raise ConfigParseError(errors)
+    return doc
 
 
-def _yaml_problem(err: yaml.YAMLError) -> str:
-    # One line instead of PyYAML's multi-line report with a caret.
-    if isinstance(err, yaml.MarkedYAMLError) and err.problem_mark is not None:
-        mark = err.problem_mark
-        return f"{err.problem} (line {mark.line + 1}, column {mark.column + 1})"
-    return str(err).replace("\n", " ")
+def read_text(text: str) -> tuple[object, list[FieldError]]:
+    """The document in ``text`` and its problems (None when it cannot be read): duplicate keys, limits."""
+    return yamlin.load(text)
 
 
 def parse_document(doc: object) -> SchedulerConfig | LegacyPolicy:

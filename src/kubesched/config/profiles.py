@@ -12,18 +12,22 @@ the registry of scheduler/profiles/manager.py).
 from __future__ import annotations
 
 import dataclasses
+import difflib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from kubesched.config.argspec import duplicate, invalid
 from kubesched.config.duration import Duration
 from kubesched.config.errors import ConfigParseError
 from kubesched.config.model import DEFAULT_SCHEDULER_NAME, Extender, LegacyPolicy, SchedulerConfig
-from kubesched.config.parse import DOCUMENT, load_text, read_document
-from kubesched.config.validation import validate
+from kubesched.config.parse import DOCUMENT, read_document, read_text
+from kubesched.config.pluginargs import validate_args
+from kubesched.config.upstream import REFERENCE, REMOVED_PLUGINS, Release, release
+from kubesched.config.validation import OURS, validate
 from kubesched.errors import FieldError, child, index
-from kubesched.framework.profile import ALL, EXTENSION_POINTS, MULTI_POINT, PluginRef, PluginSet, ProfileConfig
+from kubesched.framework.profile import ALL, MULTI_POINT, PluginRef, PluginSet, ProfileConfig
 
 # Our own lease, so we never take kube-scheduler's (kube-system/kube-scheduler).
 DEFAULT_LEASE_NAME = "kubesched-scheduler"
@@ -69,30 +73,30 @@ class SchedulerConfiguration:
         return tuple(r.name for e in self.extenders for r in e.managed_resources if r.ignored_by_scheduler)
 
 
-def load_file(path: Path) -> SchedulerConfiguration:
+def load_file(path: Path, *, version: str = REFERENCE) -> SchedulerConfiguration:
     """Read and check a configuration file; ConfigError lists every problem."""
-    config, errors = read_file(path)
+    config, errors = read_file(path, version=version)
     if errors or config is None:
         raise ConfigError(errors)
     return config
 
 
 def read_file(
-    path: Path, *, default_profile: str | None = None
+    path: Path, *, default_profile: str | None = None, version: str = REFERENCE
 ) -> tuple[SchedulerConfiguration | None, list[FieldError]]:
     """Best effort: the configuration (None if unreadable) and every problem found in it.
 
     ``default_profile``: the scheduler name of the one profile when the file names none (else upstream's
     default-scheduler)."""
     try:
-        text = path.read_text()
-    except OSError as err:
-        return None, [FieldError(DOCUMENT, f"cannot read {path}: {err.strerror}")]
-    try:
-        doc = load_text(text)
-    except ConfigParseError as err:
-        return None, list(err.errors)
-    config, errors = read(doc, base=path.parent)
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as err:
+        return None, [FieldError(DOCUMENT, f"cannot read {path}: {getattr(err, 'strerror', None) or err}")]
+    doc, yaml_errors = read_text(text)
+    if doc is None and yaml_errors:
+        return None, yaml_errors
+    config, errors = read(doc, base=path.parent, version=version)
+    errors = [*yaml_errors, *errors]
     if config is not None and default_profile and not config.profiles_named:
         config = dataclasses.replace(config, profiles=(ProfileConfig(default_profile),))
     return config, errors
@@ -103,16 +107,21 @@ def default_configuration(profile: str | None = None) -> SchedulerConfiguration:
     return SchedulerConfiguration(profiles=(ProfileConfig(profile),)) if profile else SchedulerConfiguration()
 
 
-def parse(doc: object, base: Path | None = None) -> SchedulerConfiguration:
+def parse(doc: object, base: Path | None = None, *, version: str = REFERENCE) -> SchedulerConfiguration:
     """The configuration in ``doc``; relative file paths in `pluginModules` are taken from ``base``."""
-    config, errors = read(doc, base)
+    config, errors = read(doc, base, version=version)
     if errors or config is None:
         raise ConfigError(errors)
     return config
 
 
-def read(doc: object, base: Path | None = None) -> tuple[SchedulerConfiguration | None, list[FieldError]]:
-    """Best effort: the configuration (bad values left as given or defaulted) and every problem found."""
+def read(
+    doc: object, base: Path | None = None, *, version: str = REFERENCE
+) -> tuple[SchedulerConfiguration | None, list[FieldError]]:
+    """Best effort: the configuration (bad values left as given or defaulted) and every problem found.
+
+    ``version``: the kube-scheduler release whose configuration API and rules apply ("1.35", "1.37")."""
+    rel = release(version)
     errors: list[FieldError] = []
     modules: tuple[str, ...] = ()
     if isinstance(doc, Mapping) and "pluginModules" in doc:
@@ -127,8 +136,14 @@ def read(doc: object, base: Path | None = None) -> tuple[SchedulerConfiguration 
         model = None
     if model is None:
         return None, errors
-    errors += validate(model)
-    return _convert(model, modules, errors), errors
+    # A field that failed to parse was left at its zero value; don't also report what that zero value breaks.
+    bad = tuple(e.path for e in errors)
+    errors += [e for e in validate(model) if not any(_within(e.path, b) for b in bad)]
+    return _convert(model, modules, errors, rel), errors
+
+
+def _within(path: str, prefix: str) -> bool:
+    return path == prefix or path.startswith((prefix + ".", prefix + "["))
 
 
 def _modules(value: object, base: Path | None, errors: list[FieldError]) -> tuple[str, ...]:
@@ -154,16 +169,21 @@ def _number(extra: Mapping[str, object], key: str, default: int) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) else default
 
 
-def _convert(model: SchedulerConfig, modules: tuple[str, ...], errors: list[FieldError]) -> SchedulerConfiguration:
+def _convert(
+    model: SchedulerConfig, modules: tuple[str, ...], errors: list[FieldError], rel: Release
+) -> SchedulerConfiguration:
     profiles = tuple(
-        _profile(p.scheduler_name, p.extra, index("profiles", i), errors) for i, p in enumerate(model.profiles)
+        _profile(p.scheduler_name, p.extra, index("profiles", i), errors, rel) for i, p in enumerate(model.profiles)
     ) or (ProfileConfig(DEFAULT_SCHEDULER_NAME),)
     client = model.client_connection_extra
-    qps, burst = client.get("qps", 50.0), client.get("burst", 100)
-    if isinstance(qps, (int, float)) and qps <= 0:
-        errors.append(FieldError("clientConnection.qps", f"must be positive (got {qps})"))
-    if isinstance(burst, int) and burst <= 0:
-        errors.append(FieldError("clientConnection.burst", f"must be positive (got {burst})"))
+    # kube-scheduler's defaults replace a zero (v1 SetDefaults_KubeSchedulerConfiguration).
+    qps, burst = client.get("qps") or 50.0, client.get("burst") or 100
+    if isinstance(burst, int) and burst < 0:
+        errors.append(FieldError("clientConnection.burst", f"Invalid value: {burst}: must be non-negative"))
+    if isinstance(qps, (int, float)) and qps < 0:
+        # client-go turns rate limiting off for a negative qps; kubesched's API client needs a rate.
+        message = f"must be positive (got {qps}): kubesched's API client does not run without a rate limit"
+        errors.append(FieldError("clientConnection.qps", message + OURS, upstream=False))
     return SchedulerConfiguration(
         profiles=profiles,
         extenders=model.extenders,
@@ -210,18 +230,22 @@ def _leader_election(model: SchedulerConfig, errors: list[FieldError]) -> Leader
     return out
 
 
-def _profile(name: str, extra: Mapping[str, object], path: str, errors: list[FieldError]) -> ProfileConfig:
+def _profile(
+    name: str, extra: Mapping[str, object], path: str, errors: list[FieldError], rel: Release
+) -> ProfileConfig:
     plugins: dict[str, PluginSet] = {}
     raw_plugins = extra.get("plugins")
     if isinstance(raw_plugins, Mapping):
-        known = (MULTI_POINT, *EXTENSION_POINTS)
+        known = (MULTI_POINT, *rel.extension_points)
         for point, value in raw_plugins.items():
             at = child(child(path, "plugins"), str(point))
             if point not in known:
-                errors.append(FieldError(at, f"unknown extension point; known: {', '.join(known)}"))
+                errors.append(FieldError(at, _unknown_point(str(point), known, rel)))
             elif value is not None:
-                plugins[str(point)] = _plugin_set(value, at, point in (MULTI_POINT, "score"), errors)
+                weighted = point in (MULTI_POINT, "score", "placementScore")
+                plugins[str(point)] = _plugin_set(value, at, weighted, errors)
     config: dict[str, Mapping[str, Any]] = {}
+    config_paths: dict[str, str] = {}
     raw_config = extra.get("pluginConfig")
     for i, item in enumerate(raw_config if isinstance(raw_config, list) else ()):
         at = index(child(path, "pluginConfig"), i)
@@ -232,16 +256,23 @@ def _profile(name: str, extra: Mapping[str, object], path: str, errors: list[Fie
             if key not in ("name", "args"):
                 errors.append(FieldError(child(at, str(key)), "unknown field"))
         plugin, args = item.get("name"), item.get("args")
-        if not isinstance(plugin, str) or not plugin:
-            errors.append(FieldError(child(at, "name"), "is required"))
+        if plugin is None or plugin == "":
+            config_paths.setdefault("", child(at, "args"))  # kube-scheduler ignores it: a warning (config/check.py)
+            continue
+        if not isinstance(plugin, str):
+            errors.append(FieldError(child(at, "name"), "must be a string"))
             continue
         if plugin in config:
-            errors.append(FieldError(child(at, "name"), f"duplicate pluginConfig for {plugin!r}"))
+            errors.append(duplicate(at, plugin))
+        if plugin in REMOVED_PLUGINS:
+            errors.append(invalid(at, plugin, _REMOVED))
         if args is not None and not isinstance(args, Mapping):
             errors.append(FieldError(child(at, "args"), "must be an object"))
             continue
+        errors += validate_args(plugin, args, child(at, "args"), rel)
         # apiVersion/kind inside args name the Go type; the plugin's own Args type decides here.
-        config[plugin] = {k: v for k, v in (args or {}).items() if k not in ("apiVersion", "kind")}
+        config.setdefault(plugin, {k: v for k, v in (args or {}).items() if k not in ("apiVersion", "kind")})
+        config_paths.setdefault(plugin, child(at, "args"))
     pct = extra.get("percentageOfNodesToScore")
     return ProfileConfig(
         scheduler_name=name,
@@ -249,7 +280,18 @@ def _profile(name: str, extra: Mapping[str, object], path: str, errors: list[Fie
         plugin_config=config,
         percentage_of_nodes_to_score=pct if isinstance(pct, int) and not isinstance(pct, bool) else None,
         path=path,
+        args_paths=config_paths,
     )
+
+
+_REMOVED = 'was invalid in version "v1" (KubeSchedulerConfiguration is version "kubescheduler.config.k8s.io/v1")'
+
+
+def _unknown_point(point: str, known: tuple[str, ...], rel: Release) -> str:
+    if point in ("placementGenerate", "placementScore", "podGroupPostFilter"):
+        return f"unknown field; {point} is an extension point of kube-scheduler 1.37, not of {rel.version}"
+    close = [k for k in known if k.lower() == point.lower()] or difflib.get_close_matches(point, known, n=1)
+    return f"unknown field; did you mean {close[0]!r}?" if close else f"unknown field; known: {', '.join(known)}"
 
 
 def _plugin_set(value: object, at: str, weighted: bool, errors: list[FieldError]) -> PluginSet:
@@ -260,18 +302,20 @@ def _plugin_set(value: object, at: str, weighted: bool, errors: list[FieldError]
         if key not in ("enabled", "disabled"):
             errors.append(FieldError(child(at, str(key)), "unknown field; expected enabled or disabled"))
     enabled = []
+    # A weight outside score and multiPoint is ignored, as kube-scheduler ignores it.
     for i, item in enumerate(_items(value.get("enabled"), child(at, "enabled"), errors)):
         where = index(child(at, "enabled"), i)
         name, weight = _ref(item, where, ("name", "weight"), errors)
         if name == ALL:
             errors.append(FieldError(child(where, "name"), "'*' can only be disabled"))
             continue
-        if weight and not weighted:
-            errors.append(FieldError(child(where, "weight"), "weights apply only to score and multiPoint"))
+        if name in REMOVED_PLUGINS:
+            errors.append(invalid(where, name, _REMOVED))
+            continue
         if weight < 0:
             errors.append(FieldError(child(where, "weight"), f"must not be negative (got {weight})"))
         if name:
-            enabled.append(PluginRef(name, weight))
+            enabled.append(PluginRef(name, weight if weighted else 0))
     disabled = []
     for i, item in enumerate(_items(value.get("disabled"), child(at, "disabled"), errors)):
         name, _ = _ref(item, index(child(at, "disabled"), i), ("name",), errors)
@@ -295,7 +339,9 @@ def _ref(item: object, at: str, keys: tuple[str, ...], errors: list[FieldError])
         return "", 0
     for key in item:
         if key not in keys:
-            errors.append(FieldError(child(at, str(key)), "unknown field"))
+            close = difflib.get_close_matches(str(key), keys, n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            errors.append(FieldError(child(at, str(key)), f"unknown field{hint}"))
     name, weight = item.get("name"), item.get("weight", 0)
     if not isinstance(name, str) or not name:
         errors.append(FieldError(child(at, "name"), "is required"))

@@ -7,6 +7,7 @@ say so in their message, because kube-scheduler would start with such a file and
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Sequence
 from urllib.parse import urlsplit
@@ -23,6 +24,11 @@ _QUALIFIED_NAME_RULE = (
 # Resource names in this domain are native (k8s.io/api core/v1 ResourceDefaultNamespacePrefix).
 _NATIVE_DOMAIN = "kubernetes.io/"
 _QUOTA_PREFIX = "requests."
+
+
+def _q(value: str) -> str:
+    """A string as kube-scheduler's field errors quote it."""
+    return json.dumps(value)
 
 
 def validate(model: SchedulerConfig | LegacyPolicy) -> list[FieldError]:
@@ -46,22 +52,27 @@ def validate_extenders(extenders: Sequence[Extender], path: str = "extenders") -
             errors.append(
                 FieldError(
                     child(at, "weight"),
-                    f"must have a positive weight applied to it when prioritizeVerb is set (got {ext.weight})",
+                    f"Invalid value: {ext.weight}: must have a positive weight applied to it (prioritizeVerb is set)",
                 )
             )
         if ext.bind_verb:
             binders.append(at)
         for j, resource in enumerate(ext.managed_resources):
             name_path = child(index(child(at, "managedResources"), j), "name")
-            errors += [FieldError(name_path, m) for m in extended_resource_name_errors(resource.name)]
+            errors += [
+                FieldError(name_path, f"Invalid value: {_q(resource.name)}: {m}")
+                for m in extended_resource_name_errors(resource.name)
+            ]
             # The seen-set spans the whole list, as upstream: one resource has one responsible extender.
             if resource.name in seen:
-                errors.append(FieldError(name_path, f"duplicate extender managed resource name {resource.name!r}"))
+                message = f"Invalid value: {_q(resource.name)}: duplicate extender managed resource name"
+                errors.append(FieldError(name_path, message))
             seen.add(resource.name)
         errors += _our_extender_checks(ext, at)
     if len(binders) > 1:
         found = ", ".join(binders)
-        errors.append(FieldError(path, f"only one extender can implement bind (found {len(binders)}: {found})"))
+        message = f'Invalid value: "found {len(binders)} extenders implementing bind": only one extender can implement'
+        errors.append(FieldError(path, f"{message} bind ({found})"))
     return errors
 
 
@@ -169,13 +180,14 @@ def _validate_profiles(config: SchedulerConfig) -> list[FieldError]:
     for i, profile in enumerate(config.profiles):
         path = child(index("profiles", i), "schedulerName")
         if not profile.scheduler_name:
-            errors.append(FieldError(path, "is required"))
+            errors.append(FieldError(path, "Required value"))
         elif profile.scheduler_name in seen:
-            errors.append(FieldError(path, f"duplicate value {profile.scheduler_name!r}"))
+            errors.append(FieldError(path, f"Duplicate value: {_q(profile.scheduler_name)}"))
         seen.add(profile.scheduler_name)
         pct = profile.extra.get("percentageOfNodesToScore")
         if isinstance(pct, int) and not 0 <= pct <= 100:
-            errors.append(FieldError(child(index("profiles", i), "percentageOfNodesToScore"), "not in range [0-100]"))
+            at = child(index("profiles", i), "percentageOfNodesToScore")
+            errors.append(FieldError(at, f"Invalid value: {pct}: not in valid range [0-100]"))
     return errors
 
 
@@ -183,7 +195,7 @@ def _validate_leader_election(config: SchedulerConfig) -> list[FieldError]:
     le = config.leader_election
     if le is None or not le.resource_lock or le.resource_lock == "leases":
         return []
-    message = f'must be "leases" (got {le.resource_lock!r})'
+    message = f'Invalid value: {_q(le.resource_lock)}: resourceLock value must be "leases"'
     if le.leader_elect:
         return [FieldError("leaderElection.resourceLock", message)]
     # Upstream checks the lock only while leader election is on; we insist anyway so switching it on stays safe.
@@ -199,15 +211,19 @@ def _validate_scalars(config: SchedulerConfig) -> list[FieldError]:
         value = extra.get(key, default)
         return value if isinstance(value, int) else default
 
-    if number("parallelism", 16) <= 0:
-        errors.append(FieldError("parallelism", "should be an integer value greater than zero"))
-    if not 0 <= number("percentageOfNodesToScore", 0) <= 100:
-        errors.append(FieldError("percentageOfNodesToScore", "not in range [0-100]"))
+    parallelism, pct = number("parallelism", 16), number("percentageOfNodesToScore", 0)
+    if parallelism <= 0:
+        errors.append(
+            FieldError("parallelism", f"Invalid value: {parallelism}: should be an integer value greater than zero")
+        )
+    if not 0 <= pct <= 100:
+        errors.append(FieldError("percentageOfNodesToScore", f"Invalid value: {pct}: not in valid range [0-100]"))
     initial, maximum = number("podInitialBackoffSeconds", 1), number("podMaxBackoffSeconds", 10)
     if initial <= 0:
-        errors.append(FieldError("podInitialBackoffSeconds", "must be greater than 0"))
+        errors.append(FieldError("podInitialBackoffSeconds", f"Invalid value: {initial}: must be greater than 0"))
     if maximum < initial:
-        errors.append(FieldError("podMaxBackoffSeconds", "must be greater than or equal to podInitialBackoffSeconds"))
+        message = f"Invalid value: {maximum}: must be greater than or equal to PodInitialBackoffSeconds"
+        errors.append(FieldError("podMaxBackoffSeconds", message))
     return errors
 
 

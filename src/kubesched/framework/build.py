@@ -59,11 +59,8 @@ def build_profile(
     for refs in points.values():
         order += [r.name for r in refs if r.name not in order]
     weights = {r.name: r.weight for r in points["score"]}
+    # Args of a plugin that is not enabled are ignored, as kube-scheduler does (config/check.py warns of them).
     args = dict(profile.plugin_config)
-    for i, name in enumerate(args):
-        if name not in registry:
-            where = child(index(child(profile.path, "pluginConfig"), i), "name")
-            errors.append(FieldError(where, registry.unknown(name)))
     if ignored_resources and "NodeResourcesFit" in order:
         fit_args = dict(args.get("NodeResourcesFit", {}))
         fit_args["ignoredResources"] = list(ignored_resources)
@@ -80,6 +77,7 @@ def build_profile(
         plugins=tuple(PluginRef(n, weights.get(n, 0)) for n in order),
         plugin_args={k: v for k, v in args.items() if k in order},
         percentage_of_nodes_to_score=profile.percentage_of_nodes_to_score,
+        args_paths=profile.args_paths,
     )
     try:
         built = instantiate(spec, registry, handle, path=f"{profile.path}.")

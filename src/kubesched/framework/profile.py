@@ -86,6 +86,8 @@ class ProfileConfig:
     plugin_config: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     percentage_of_nodes_to_score: int | None = None
     path: str = "profiles[0]"
+    # Where each plugin's args were read (`profiles[0].pluginConfig[2].args`), for the plugin's own errors.
+    args_paths: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -96,6 +98,7 @@ class ProfileSpec:
     plugins: tuple[PluginRef, ...] = ()
     plugin_args: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     percentage_of_nodes_to_score: int | None = None
+    args_paths: Mapping[str, str] = field(default_factory=dict)
 
 
 class ProfileError(ConfigurationError):
@@ -124,6 +127,10 @@ def instantiate(
     problems: list[FieldError] = []
     built: list[BuiltPlugin] = []
     seen: set[str] = set()
+
+    def args_at(name: str) -> str:
+        return spec.args_paths.get(name) or f"{path}pluginConfig[{name}].args"
+
     for i, ref in enumerate(spec.plugins):
         where = f"{path}plugins[{i}]"
         if ref.name in seen:
@@ -148,15 +155,15 @@ def instantiate(
             try:
                 args = msgspec.convert(dict(raw_args or {}), cls.Args, strict=False)
             except msgspec.ValidationError as err:
-                problems.append(FieldError(f"{path}pluginConfig[{ref.name}].args", str(err)))
+                problems.append(FieldError(args_at(ref.name), str(err)))
                 continue
         elif raw_args:
-            problems.append(FieldError(f"{path}pluginConfig[{ref.name}].args", f"plugin {ref.name!r} takes no args"))
+            problems.append(FieldError(args_at(ref.name), f"plugin {ref.name!r} takes no args"))
             continue
         try:
             plugin = cls(args, handle)
         except ValueError as err:
-            problems.append(FieldError(f"{path}pluginConfig[{ref.name}].args", str(err)))
+            problems.append(FieldError(args_at(ref.name), str(err)))
             continue
         default_weight = getattr(cls, "default_weight", 1)
         built.append(BuiltPlugin(plugin, ref.weight or default_weight))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import base64
 import importlib
 import json
@@ -15,6 +16,7 @@ import pytest
 import yaml
 
 from kubesched.config.render import render_legacy_policy
+from kubesched.errors import CLIError
 from tests.unit.config.extenders import GOLDEN, PEM, URL, ext, v1
 
 
@@ -148,8 +150,13 @@ def test_cli_validate_reports_every_problem_in_a_file(
     assert "\n  extenders[0].weight: must be an integer" in err
     # The unparsable weight is not also reported as "must have a positive weight".
     assert "positive weight" not in err
-    assert "\n  extenders[1].managedResources[0].name: is an invalid extended resource name" in err
-    assert "\n  extenders: only one extender can implement bind" in err
+    assert (
+        '\n  extenders[1].managedResources[0].name: Invalid value: "gpu": is an invalid extended resource name' in err
+    )
+    assert (
+        '\n  extenders: Invalid value: "found 2 extenders implementing bind": only one extender can implement bind'
+        in err
+    )
     assert cli(["config", "validate", str(tmp_path / "missing.yaml")]) == 2
     assert "cannot read" in capsys.readouterr().err
 
@@ -179,3 +186,83 @@ def test_cli_validate_warns_but_accepts_an_unreserved_resource(
     assert cli([*argv, "--format", "json"]) == 0  # JSON has no comments: the warning goes to stderr only
     out = capsys.readouterr()
     assert out.out.startswith("{") and "extenders[0].bindVerb" in out.err
+
+
+# ---- one validator: `config validate` and `scheduler run --config` agree --------------------------------
+
+SCHED_HEAD = "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"
+PARITY = {
+    "unknown-field": "profiles:\n- schedulerName: s\n  plugins:\n    score:\n      enabled:\n"
+    "      - {name: NodeResourcesFit, wieght: 3}\n",
+    "unknown-plugin": "profiles:\n- schedulerName: s\n  plugins:\n    filter:\n      enabled: [{name: NodeResourceFit}]\n",  # noqa: E501 - test data on one line
+    "bad-strategy": "profiles:\n- schedulerName: s\n  pluginConfig:\n  - name: NodeResourcesFit\n"
+    "    args: {scoringStrategy: {type: MostAlocated}}\n",
+    "duplicate-key": "parallelism: 2\nparallelism: 3\n",
+    "bad-module": "pluginModules: ['nowhere.py:Nope']\n",
+    "wrong-types": "profiles: {schedulerName: s}\nparallelism: many\n",
+    "plugin-own-check": "profiles:\n- schedulerName: s\n  pluginConfig:\n  - name: NodeResourcesFit\n"
+    "    args: {scoringStrategy: {type: RequestedToCapacityRatio, requestedToCapacityRatio: {shape: []}}}\n",
+    "unrunnable": "profiles:\n- schedulerName: s\n  plugins:\n    filter:\n      enabled: [{name: VolumeBinding}]\n",
+    "valid": "profiles:\n- schedulerName: s\n",
+    "valid-with-module": "pluginModules: ['mine.py:Mine']\nprofiles:\n- schedulerName: s\n  plugins:\n"
+    "    filter:\n      enabled: [{name: Mine}]\n",
+}
+MINE = "from kubesched import plugin\n\nclass Mine(plugin.FilterPlugin):\n    name = 'Mine'\n\n" + (
+    "    def filter(self, state, pod, nodes):\n        return None\n"
+)
+
+
+def _problems(err: str) -> list[str]:
+    return [line.strip() for line in err.splitlines() if line.startswith("  ")]
+
+
+@pytest.mark.parametrize("case", sorted(PARITY))
+def test_config_validate_and_scheduler_run_give_one_verdict(
+    case: str, cli: Callable[[Sequence[str]], int], capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    (tmp_path / "mine.py").write_text(MINE)
+    (tmp_path / "cluster.json").write_text('{"kind": "List", "items": []}')
+    path = tmp_path / f"{case}.yaml"
+    path.write_text(SCHED_HEAD + PARITY[case])
+    validated = cli(["config", "validate", str(path)])
+    v_out, v_err = capsys.readouterr()
+    ran = cli(["scheduler", "run", "--config", str(path), "--cluster", str(tmp_path / "cluster.json")])
+    _, r_err = capsys.readouterr()
+    if case == "unrunnable":  # kube-scheduler accepts it: validate says so and warns; our scheduler cannot run it
+        assert (validated, ran) == (0, 2)
+        assert 'kubesched: warning: profiles[0].plugins.filter.enabled[0].name: plugin "VolumeBinding"' in v_err
+        assert _problems(r_err)[0].startswith('profiles[0].plugins.filter.enabled[0].name: plugin "VolumeBinding"')
+        return
+    assert validated == ran, (v_err, r_err)
+    if case.startswith("valid"):
+        assert (validated, v_out) == (0, "ok\n")
+        return
+    assert validated == 2
+    assert (
+        v_err.splitlines()[0]
+        == r_err.splitlines()[0]
+        == f"kubesched: error: {path} is invalid"
+        + (f" ({len(_problems(v_err))} problem{'s' if len(_problems(v_err)) != 1 else ''}):")
+    )
+    assert _problems(v_err) == _problems(r_err)
+
+
+def test_the_kubernetes_version_selects_the_rules(
+    cli: Callable[[Sequence[str]], int], capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """The flag itself is another change's; both commands read `args.kubernetes_version` when it is there."""
+    from kubesched.cli import config_cmd, scheduler_cmd
+
+    path = tmp_path / "c.yaml"
+    path.write_text(SCHED_HEAD + "profiles:\n- schedulerName: s\n  plugins:\n    placementScore: {}\n")
+    assert cli(["config", "validate", str(path)]) == 0  # the reference, 1.37, has placementScore
+    args = argparse.Namespace(config_command="validate", file=str(path), kubernetes_version="v1.35.4")
+    with pytest.raises(CLIError, match=r"placementScore: unknown field; placementScore is an extension point"):
+        config_cmd.run(args)
+    args.kubernetes_version = "1.30"
+    with pytest.raises(CLIError, match=r"--kubernetes-version: kube-scheduler 1.30: not supported"):
+        config_cmd.run(args)
+    assert scheduler_cmd.config_version(argparse.Namespace(kubernetes_version="v1.35.4")) == "1.35"
+    assert scheduler_cmd.config_version(argparse.Namespace()) == "1.37"
+    with pytest.raises(CLIError, match=r"--kubernetes-version: kube-scheduler 1\.30: not supported"):
+        scheduler_cmd.config_version(argparse.Namespace(kubernetes_version="1.30"))

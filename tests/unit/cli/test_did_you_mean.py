@@ -29,5 +29,5 @@ def test_scheduler_config_with_a_misspelt_plugin(tmp_path: Path, capsys: pytest.
     code = main(["scheduler", "run", "--cluster", str(ROOT / "examples" / "cluster.yaml"), "--config", str(bad)])
     err = capsys.readouterr().err
     assert code == 2
-    assert "unknown plugin 'NodeResourcesFitt'; did you mean 'NodeResourcesFit'?" in err
+    assert 'plugin "NodeResourcesFitt" does not exist; did you mean "NodeResourcesFit"?' in err
     assert "Traceback" not in err

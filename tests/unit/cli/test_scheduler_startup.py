@@ -11,6 +11,7 @@ import pytest
 from kubesched.cli import scheduler_cmd
 from kubesched.cli.main import main
 from kubesched.cli.scheduler_live import LiveOptions
+from kubesched.config import check as config_check
 from kubesched.config import profiles as config_profiles
 from kubesched.framework import build as framework_build
 from kubesched.framework.interfaces import Handle
@@ -49,7 +50,7 @@ class Counts:
             self.builds += 1
             return build_profiles(*args, **kwargs)
 
-        monkeypatch.setattr(scheduler_cmd, "read_file", counted_read)
+        monkeypatch.setattr(config_check, "read_file", counted_read)
         monkeypatch.setattr(manager, "build_profiles", counted_build)
 
 

@@ -26,14 +26,15 @@ def test_valid_default_config_has_no_problems() -> None:
 
 def test_prioritize_needs_positive_weight() -> None:
     assert problems(ext(weight=0)) == [
-        "extenders[0].weight: must have a positive weight applied to it when prioritizeVerb is set (got 0)"
+        "extenders[0].weight: Invalid value: 0: must have a positive weight applied to it (prioritizeVerb is set)"
     ]
     assert problems(ext(weight=0, prioritize_verb="")) == []
 
 
 def test_only_one_extender_can_bind() -> None:
     assert problems(ext(bind_verb="bind"), ext(), ext(bind_verb="bind")) == [
-        "extenders: only one extender can implement bind (found 2: extenders[0], extenders[2])"
+        'extenders: Invalid value: "found 2 extenders implementing bind": only one extender can implement bind'
+        " (extenders[0], extenders[2])"
     ]
 
 
@@ -64,28 +65,29 @@ def test_quota_name_must_also_be_qualified() -> None:
     # 249 + "/x": fine as a name, but "requests." + it overflows the 253-character prefix limit.
     name = "a" * 249 + "/x"
     assert problems(ext(managed_resources=(ManagedResource(name),))) == [
-        f"extenders[0].managedResources[0].name: is an invalid extended resource name: its quota name"
-        f" 'requests.{name}' is not a valid qualified name"
+        f'extenders[0].managedResources[0].name: Invalid value: "{name}": is an invalid extended resource name:'
+        f" its quota name 'requests.{name}' is not a valid qualified name"
     ]
 
 
 def test_duplicate_managed_resources_are_found_across_extenders() -> None:
     gpu = (ManagedResource("example.com/gpu", True),)
     assert problems(ext(managed_resources=gpu), ext(prioritize_verb="", managed_resources=gpu)) == [
-        "extenders[1].managedResources[0].name: duplicate extender managed resource name 'example.com/gpu'"
+        'extenders[1].managedResources[0].name: Invalid value: "example.com/gpu":'
+        " duplicate extender managed resource name"
     ]
 
 
 def test_profiles_need_unique_non_empty_names() -> None:
     assert problems(ext(), profiles=(Profile("a"), Profile("a"), Profile(""))) == [
-        "profiles[1].schedulerName: duplicate value 'a'",
-        "profiles[2].schedulerName: is required",
+        'profiles[1].schedulerName: Duplicate value: "a"',
+        "profiles[2].schedulerName: Required value",
     ]
 
 
 def test_resource_lock_must_be_leases() -> None:
     assert problems(ext(), leader_election=LeaderElection(resource_lock="endpoints")) == [
-        "leaderElection.resourceLock: must be \"leases\" (got 'endpoints')"
+        'leaderElection.resourceLock: Invalid value: "endpoints": resourceLock value must be "leases"'
     ]
     off = validate(SchedulerConfig(leader_election=LeaderElection(leader_elect=False, resource_lock="configmaps")))
     assert [e.upstream for e in off] == [False]
@@ -99,9 +101,9 @@ def test_upstream_scalar_ranges() -> None:
         "podMaxBackoffSeconds": 2,
     }
     assert problems(extra=extra) == [
-        "parallelism: should be an integer value greater than zero",
-        "percentageOfNodesToScore: not in range [0-100]",
-        "podMaxBackoffSeconds: must be greater than or equal to podInitialBackoffSeconds",
+        "parallelism: Invalid value: 0: should be an integer value greater than zero",
+        "percentageOfNodesToScore: Invalid value: 101: not in valid range [0-100]",
+        "podMaxBackoffSeconds: Invalid value: 2: must be greater than or equal to PodInitialBackoffSeconds",
     ]
 
 

@@ -125,7 +125,7 @@ def test_another_lease_is_replaced_by_the_granted_one_with_a_note(
         (
             {"profiles": [{"schedulerName": "x", "plugins": {"filter": {"enabled": [{"name": "Nope"}]}}}]},
             ["P"],
-            "profiles[0].plugins.filter.enabled[0].name: unknown plugin 'Nope'",
+            'profiles[0].plugins.filter.enabled[0].name: plugin "Nope" does not exist',
         ),
         (
             {"profiles": [{"schedulerName": "x", "pluginConfig": [{"name": "NodeResourcesFit", "args": 3}]}]},
@@ -141,7 +141,7 @@ def test_another_lease_is_replaced_by_the_granted_one_with_a_note(
         (
             {"leaderElection": {"leaderElect": True, "resourceLock": "endpoints"}},
             ["P"],
-            'leaderElection.resourceLock: must be "leases"',
+            'leaderElection.resourceLock: Invalid value: "endpoints": resourceLock value must be "leases"',
         ),
     ],
 )

@@ -64,8 +64,11 @@ def test_the_example_configuration_is_valid(capsys: pytest.CaptureFixture[str]) 
         (["--cluster", "/no/such/file.yaml"], "cannot read"),
         (["--cluster", "{cluster}", "--kubeconfig", "x"], "--cluster schedules in memory"),
         (["--cluster", "{cluster}", "--config", "/no/such.yaml"], "--config: no such file"),
-        (["--cluster", "{cluster}", "--config", "{bad}"], "profiles[0].plugins.filter.enabled[0].name: unknown plugin"),
-        (["--cluster", "{cluster}", "--config", "{bad}"], "percentageOfNodesToScore: not in range [0-100]"),
+        (
+            ["--cluster", "{cluster}", "--config", "{bad}"],
+            'profiles[0].plugins.filter.enabled[0].name: plugin "Nope" does not exist',
+        ),
+        (["--cluster", "{cluster}", "--config", "{bad}"], "not in valid range [0-100]"),
         (["--cluster", "{bad_cluster}"], "unsupported kind 'Deployment'"),
         (["--reload-interval", "0"], "--reload-interval: must be positive"),
         (["--cluster", "{cluster}", "--feature-gates", "Nope=true"], "unrecognized feature gate: Nope"),
@@ -218,7 +221,7 @@ def test_a_broken_configuration_lists_the_files_and_the_plugins_problems_togethe
     )
     code, _, err = run(capsys, "scheduler", "run", "--cluster", str(EXAMPLE), "--config", str(config))
     assert code == 2
-    assert "(2 problem(s))" in err and "percentageOfNodesToScore" in err
+    assert "(2 problems)" in err and "percentageOfNodesToScore" in err
     assert "RuntimeError: broken on purpose" in err
 
 

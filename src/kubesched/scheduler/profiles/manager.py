@@ -109,6 +109,24 @@ def build(
 
 
 @dataclass(frozen=True)
+class PluginSource:
+    """The plugins a configuration can name, for `config.check` (the one validator): built-ins, the entry
+    points, its `pluginModules`; `build` builds every profile once, with plain handles, for its problems."""
+
+    entry_points: EntryPoints = _installed_entry_points
+
+    def load(self, modules: Sequence[str]) -> tuple[Registry, list[FieldError]]:
+        return load_registry(modules, self.entry_points)
+
+    def build(self, config: SchedulerConfiguration, registry: Registry) -> list[FieldError]:
+        try:
+            build(config, registry, Handle)
+        except ConfigError as err:
+            return list(err.errors)
+        return []
+
+
+@dataclass(frozen=True)
 class Loaded:
     """A configuration read and the registry of its plugins loaded, not built yet.
 
