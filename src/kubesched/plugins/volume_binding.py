@@ -95,9 +95,11 @@ class VolumeBinding(
                 " should not be a negative value"
             )
         if args.shape is not None:
+            # kube-scheduler 1.35 refuses it (the gate is off; config.check says so in its words); 1.37 scores
+            # by it (StorageCapacityScoring on), which kubesched does not implement: refused, never ignored.
             raise ValueError(
-                "shape: Invalid value: unexpected field `shape`, remove it or turn on the feature gate"
-                " StorageCapacityScoring"
+                "shape: kubesched does not implement StorageCapacityScoring (scoring nodes by their free storage"
+                " capacity): remove `shape`"
             )
         self.bind_timeout = float(args.bind_timeout_seconds)
         self.poll_interval = 1.0  # kube-scheduler polls the binding's progress each second

@@ -141,7 +141,7 @@ def test_args_for_a_plugin_nobody_knows_are_a_warning_as_kube_scheduler_ignores_
 
 
 def test_a_kube_scheduler_plugin_kubesched_lacks_is_valid_but_unrunnable() -> None:
-    result = verdict(profile(plugins={"filter": {"enabled": [{"name": "VolumeBinding"}]}}))
+    result = verdict(profile(plugins={"filter": {"enabled": [{"name": "NodeDeclaredFeatures"}]}}))
     assert not result.errors
     assert [e.path for e in result.unrunnable] == ["profiles[0].plugins.filter.enabled[0].name"]
     assert "kubesched does not implement" in result.unrunnable[0].message
@@ -189,7 +189,11 @@ def test_requested_to_capacity_ratio_rules_differ_between_releases() -> None:
 
 def test_volume_binding_shape_needs_storage_capacity_scoring_on_1_35() -> None:
     doc = args("VolumeBinding", {"shape": [{"utilization": 0, "score": 10}, {"utilization": 100, "score": 0}]})
-    assert errors(doc, "1.37") == []
+    # 1.37 accepts it; kubesched's plugin does not score by storage capacity and says so when it builds.
+    assert errors(doc, "1.37") == [
+        "profiles[0].pluginConfig[0].args: shape: kubesched does not implement StorageCapacityScoring (scoring"
+        " nodes by their free storage capacity): remove `shape`"
+    ]
     assert errors(doc, "1.35") == [
         'profiles[0].pluginConfig[0].args.shape: Invalid value: [{"utilization": 0, "score": 10},'
         ' {"utilization": 100, "score": 0}]: unexpected field `shape`, remove it or turn on the feature gate'

@@ -289,7 +289,7 @@ async def test_prebind_succeeds_once_the_watch_shows_the_claim_bound() -> None:
 def test_args_are_validated_as_kube_scheduler_does() -> None:
     with pytest.raises(ValueError, match="invalid BindTimeoutSeconds, should not be a negative value"):
         plugin(VolumeObjects(), bind_timeout_seconds=-1)
-    with pytest.raises(ValueError, match="turn on the feature gate StorageCapacityScoring"):
+    with pytest.raises(ValueError, match="kubesched does not implement StorageCapacityScoring"):
         plugin(VolumeObjects(), shape=[{"utilization": 0, "score": 0}])
 
 
