@@ -31,6 +31,7 @@ class OwnerReference(_K):
     api_version: str = ""
     kind: str = ""
     name: str = ""
+    uid: str = ""
     controller: bool | None = None
 
 
@@ -148,6 +149,19 @@ class SchedulingGate(_K):
     name: str = ""
 
 
+class PodResourceClaim(_K):
+    """spec.resourceClaims[]: a claim by name, or one the resourceclaim controller makes from a template."""
+
+    name: str = ""
+    resource_claim_name: str | None = None
+    resource_claim_template_name: str | None = None
+
+
+class PodResourceClaimStatus(_K):
+    name: str = ""
+    resource_claim_name: str | None = None
+
+
 class PodSpec(_K):
     node_name: str = ""
     scheduler_name: str = ""
@@ -162,6 +176,7 @@ class PodSpec(_K):
     resources: ResourceRequirements | None = None
     scheduling_gates: list[SchedulingGate] | None = None
     topology_spread_constraints: list[TopologySpreadConstraint] | None = None
+    resource_claims: list[PodResourceClaim] | None = None
 
 
 class PodCondition(_K):
@@ -187,6 +202,7 @@ class PodStatus(_K):
     conditions: list[PodCondition] | None = None
     container_statuses: list[ContainerStatus] | None = None
     init_container_statuses: list[ContainerStatus] | None = None
+    resource_claim_statuses: list[PodResourceClaimStatus] | None = None
 
 
 class Pod(_K):
