@@ -145,11 +145,15 @@ def _is_semver(text: str) -> bool:
 def _environment() -> Any:
     """The selectors' environment: ``device``, the quantity and semver libraries, the strings extension."""
     tagged = cel.Type.Map(cel.Type.STRING, cel.Type.STRING)
-    S, I, B, D = cel.Type.STRING, cel.Type.INT, cel.Type.BOOL, cel.Type.DOUBLE  # noqa: N806
+    S, I, B, D = cel.Type.STRING, cel.Type.INT, cel.Type.BOOL, cel.Type.DOUBLE
 
     def fn(name: str, *overloads: tuple[str, Any, list[Any], bool, Any]) -> Any:
         return cel.FunctionDecl(
-            name, [cel.Overload(oid, ret, params, is_member=member, impl=impl) for oid, ret, params, member, impl in overloads]
+            name,
+            [
+                cel.Overload(oid, ret, params, is_member=member, impl=impl)
+                for oid, ret, params, member, impl in overloads
+            ],
         )
 
     functions = [
@@ -251,7 +255,9 @@ class SelectorCache:
 
     def _compile(self, expression: str) -> Compiled:
         if len(expression) > MAX_EXPRESSION_LENGTH:
-            return Compiled(expression, None, f"compilation failed: expression longer than {MAX_EXPRESSION_LENGTH}", frozenset())
+            return Compiled(
+                expression, None, f"compilation failed: expression longer than {MAX_EXPRESSION_LENGTH}", frozenset()
+            )
         if self._env is None:
             self._env = _environment()
         try:
@@ -266,7 +272,9 @@ class SelectorCache:
         return Compiled(expression, program, None, domains)
 
 
-def device_value(driver: str, attributes: Mapping[str, Any] | None, capacity: Mapping[str, Any] | None) -> dict[str, Any]:
+def device_value(
+    driver: str, attributes: Mapping[str, Any] | None, capacity: Mapping[str, Any] | None
+) -> dict[str, Any]:
     """The ``device`` variable of a device: attributes and capacity by domain (a name without one is the
     driver's), versions as semver values, capacities as quantities. Raises CELError on a bad version."""
     attrs: dict[str, dict[str, Any]] = {}
