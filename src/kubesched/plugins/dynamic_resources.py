@@ -129,13 +129,15 @@ class DynamicResources(
                 name, must_check_owner = statuses[ref.name].resource_claim_name, True
             else:
                 raise ClaimError(
-                    f'pod "{pod.namespace}/{pod.name}", spec.resourceClaim "{ref.name}": none of the supported fields are set'
+                    f'pod "{pod.namespace}/{pod.name}", spec.resourceClaim "{ref.name}":'
+                    " none of the supported fields are set"
                 )
             if name is None:
                 continue  # intentionally not created
             if api is None or not api.served:
                 raise ClaimError(
-                    f'could not find ResourceClaim "{pod.namespace}/{name}" (the cluster does not serve resource.k8s.io/v1)'
+                    f'could not find ResourceClaim "{pod.namespace}/{name}"'
+                    " (the cluster does not serve resource.k8s.io/v1)"
                 )
             claim = api.claim(pod.namespace, name)
             if claim is None:

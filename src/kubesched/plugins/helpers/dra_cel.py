@@ -145,7 +145,7 @@ def _is_semver(text: str) -> bool:
 def _environment() -> Any:
     """The selectors' environment: ``device``, the quantity and semver libraries, the strings extension."""
     tagged = cel.Type.Map(cel.Type.STRING, cel.Type.STRING)
-    S, I, B, D = cel.Type.STRING, cel.Type.INT, cel.Type.BOOL, cel.Type.DOUBLE
+    S, N, B, D = cel.Type.STRING, cel.Type.INT, cel.Type.BOOL, cel.Type.DOUBLE  # noqa: N806
 
     def fn(name: str, *overloads: tuple[str, Any, list[Any], bool, Any]) -> Any:
         return cel.FunctionDecl(
@@ -161,25 +161,25 @@ def _environment() -> Any:
         fn("isQuantity", ("is_quantity_string", B, [S], False, _is_quantity)),
         fn("semver", ("semver_string", tagged, [S], False, semver_value)),
         fn("isSemver", ("is_semver_string", B, [S], False, _is_semver)),
-        fn("compareTo", ("tagged_compareTo", I, [tagged, tagged], True, _compare)),
+        fn("compareTo", ("tagged_compareTo", N, [tagged, tagged], True, _compare)),
         fn("isLessThan", ("tagged_isLessThan", B, [tagged, tagged], True, lambda a, b: _compare(a, b) < 0)),
         fn("isGreaterThan", ("tagged_isGreaterThan", B, [tagged, tagged], True, lambda a, b: _compare(a, b) > 0)),
-        fn("major", ("semver_major", I, [tagged], True, lambda a: _v(a)[0])),
-        fn("minor", ("semver_minor", I, [tagged], True, lambda a: _v(a)[1])),
-        fn("patch", ("semver_patch", I, [tagged], True, lambda a: _v(a)[2])),
-        fn("sign", ("quantity_sign", I, [tagged], True, lambda a: (_q(a) > 0) - (_q(a) < 0))),
+        fn("major", ("semver_major", N, [tagged], True, lambda a: _v(a)[0])),
+        fn("minor", ("semver_minor", N, [tagged], True, lambda a: _v(a)[1])),
+        fn("patch", ("semver_patch", N, [tagged], True, lambda a: _v(a)[2])),
+        fn("sign", ("quantity_sign", N, [tagged], True, lambda a: (_q(a) > 0) - (_q(a) < 0))),
         fn("isInteger", ("quantity_isInteger", B, [tagged], True, lambda a: _q(a).denominator == 1)),
-        fn("asInteger", ("quantity_asInteger", I, [tagged], True, _as_integer)),
+        fn("asInteger", ("quantity_asInteger", N, [tagged], True, _as_integer)),
         fn("asApproximateFloat", ("quantity_asApproximateFloat", D, [tagged], True, lambda a: float(_q(a)))),
         fn(
             "add",
             ("quantity_add", tagged, [tagged, tagged], True, lambda a, b: _from_fraction(_q(a) + _q(b))),
-            ("quantity_add_int", tagged, [tagged, I], True, lambda a, b: _from_fraction(_q(a) + b)),
+            ("quantity_add_int", tagged, [tagged, N], True, lambda a, b: _from_fraction(_q(a) + b)),
         ),
         fn(
             "sub",
             ("quantity_sub", tagged, [tagged, tagged], True, lambda a, b: _from_fraction(_q(a) - _q(b))),
-            ("quantity_sub_int", tagged, [tagged, I], True, lambda a, b: _from_fraction(_q(a) - b)),
+            ("quantity_sub_int", tagged, [tagged, N], True, lambda a, b: _from_fraction(_q(a) - b)),
         ),
     ]
     return cel.NewEnv(
@@ -221,7 +221,7 @@ class Compiled:
             present = device[key]
             missing = self.domains.difference(present)
             if missing:
-                data[key] = {**present, **dict.fromkeys(missing, {})}
+                data[key] = {**present, **{d: {} for d in missing}}
         try:
             result = self.program.eval(data={"device": data})
             value = result.value()
