@@ -17,6 +17,7 @@ import msgspec
 from kubesched.api.core import Namespace, Node, Pod
 from kubesched.api.policy_v1 import PodDisruptionBudget
 from kubesched.cluster.objects import ClusterObjects
+from kubesched.cluster.resources import ResourceObjects
 from kubesched.config.model import DEFAULT_SCHEDULER_NAME
 from kubesched.core.podinfo import PodInfo
 from kubesched.framework.interfaces import AlreadyAssignedError, ClusterAPIError
@@ -67,11 +68,14 @@ class MemoryCluster:
         pods: Sequence[Pod],
         pdbs: Sequence[PodDisruptionBudget] = (),
         namespaces: Sequence[Namespace] = (),
+        resources: ResourceObjects | None = None,
     ) -> None:
         self.nodes = {n.metadata.name: n for n in nodes}
         self.pods = {p.metadata.uid: p for p in normalize(pods)}
         self.pending = [f"{p.metadata.namespace}/{p.metadata.name}" for p in self.pods.values() if not p.spec.node_name]
         self.objects = ClusterObjects(pdbs, namespaces)  # what preemption and namespaceSelectors read
+        # DeviceClasses, ResourceSlices, ResourceClaims: PreBind's allocations are written there.
+        self.resources = resources if resources is not None else ResourceObjects()
         self.events: list[Event] = []
         self.conditions: dict[str, tuple[str, str]] = {}  # pod key -> (reason, message)
         self.scheduler: Scheduler | None = None
@@ -79,6 +83,7 @@ class MemoryCluster:
     def attach(self, scheduler: Scheduler) -> None:
         """Hand the cluster's objects to the scheduler, as a watch's first list would."""
         self.scheduler = scheduler
+        self.resources.on_change = scheduler.resources_changed
         scheduler.nodes_replaced(list(self.nodes.values()))
         scheduler.pods_replaced(list(self.pods.values()))
         scheduler.cache.tracks_pods = True
@@ -173,6 +178,8 @@ class MemoryCluster:
                 out.append(Placement(key, None, f"waiting for scheduling gates: [{gates}]"))
             elif placement is not None and placement.reason:
                 out.append(Placement(key, None, placement.reason))
+            elif (entry := sched.queue.get(pod.metadata.uid)) is not None and not entry.gate.ok:
+                out.append(Placement(key, None, entry.gate.message))  # held back by a PreEnqueue plugin
             elif sched.profile_for(pod) not in sched.built.profiles:
                 out.append(Placement(key, None, f"no profile for schedulerName {sched.profile_for(pod)!r}"))
             else:

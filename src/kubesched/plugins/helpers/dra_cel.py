@@ -145,7 +145,7 @@ def _is_semver(text: str) -> bool:
 def _environment() -> Any:
     """The selectors' environment: ``device``, the quantity and semver libraries, the strings extension."""
     tagged = cel.Type.Map(cel.Type.STRING, cel.Type.STRING)
-    S, N, B, D = cel.Type.STRING, cel.Type.INT, cel.Type.BOOL, cel.Type.DOUBLE  # noqa: N806
+    S, N, B, D = cel.Type.STRING, cel.Type.INT, cel.Type.BOOL, cel.Type.DOUBLE
 
     def fn(name: str, *overloads: tuple[str, Any, list[Any], bool, Any]) -> Any:
         return cel.FunctionDecl(

@@ -24,7 +24,7 @@ from kubesched.cluster.cache import ClusterCache
 from kubesched.core.podinfo import PodInfo
 from kubesched.framework.build import Profile
 from kubesched.framework.guard import FrameworkError, plugin_error, timed
-from kubesched.framework.handle import DefaultSelector
+from kubesched.framework.handle import DefaultSelector, ResourceAPI
 from kubesched.framework.interfaces import (
     CycleState,
     Handle,
@@ -71,12 +71,14 @@ class Scheduler(ClusterEvents, Failures):
         extenders: ExtendersFactory = no_extenders,
         default_selector: DefaultSelector | None = None,
         binding_unknown_ttl: float = DEFAULT_UNKNOWN_TTL,
+        resources: ResourceAPI | None = None,
     ) -> None:
         self.cache = cache
         # Pods whose binding's answer was lost, still counted on their node until known (unknown.py).
         self._uncertain = UnknownBindings(cluster.bound_node, self._settled, binding_unknown_ttl)
         self._sort_errors: dict[str, FrameworkError] = {}  # pods whose QueueSort key raised, by UID
         self._default_selector = default_selector
+        self.resources = resources  # dynamic resource allocation's objects (DynamicResources reads them)
         self._make_extenders = extenders
         self.cluster = cluster
         self.metrics = metrics or SchedulerMetrics()
@@ -95,6 +97,7 @@ class Scheduler(ClusterEvents, Failures):
             initial_backoff=built.config.pod_initial_backoff_seconds,
             max_backoff=built.config.pod_max_backoff_seconds,
             notify=self._wakeup.set,
+            gate_interested=self.hints.gate,
         )
         self.queue.sort_key = self._sort_key(built)
         self.cycle = Cycle(
@@ -135,6 +138,7 @@ class Scheduler(ClusterEvents, Failures):
             waiting_pods=self.waiting,
             preempt_extenders=self._preempt_extenders,
             default_selector=self._default_selector,
+            resources=self.resources,
         )
 
     def _preempt_extenders(self, pod: PodInfo, candidates: Candidates) -> Candidates:
