@@ -287,6 +287,11 @@ class PreBindPlugin(Plugin):
     async def pre_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
         raise NotImplementedError
 
+    def pre_bind_pre_flight(self, state: CycleState, pod: PodInfo, node_name: str) -> bool:
+        """Whether `pre_bind` has anything to do for the pod (kube-scheduler's PreBindPreFlight, False for
+        Skip): when no PreBind plugin has, a binding cycle may run without awaiting."""
+        return True
+
 
 class BindPlugin(Plugin):
     # A declared capability: True when `bind` does exactly ``await handle.cluster.bind(pod, node)`` and

@@ -22,6 +22,7 @@ from kubesched.api.node_fields import NodeFields
 from kubesched.api.resource_v1 import AllocationResult, ResourceClaim
 from kubesched.core.nodetable import IntColumn, NodeTable
 from kubesched.core.podinfo import PodInfo
+from kubesched.errors import ClusterError
 from kubesched.framework.diagnosis import Diagnosis
 from kubesched.framework.events import CLAIM_CHANGE, CLASS_CHANGE, NODE_CHANGE, SLICE_CHANGE, ClusterEventWithHint
 from kubesched.framework.interfaces import (
@@ -62,7 +63,7 @@ class DynamicResourcesArgs(msgspec.Struct, rename="camel", forbid_unknown_fields
     binding_timeout: str | None = None
 
 
-class ClaimError(Exception):
+class ClaimError(ClusterError):
     """A claim of the pod is not usable yet; the message is upstream's."""
 
 
@@ -332,6 +333,9 @@ class DynamicResources(
             self.pending.pop(claim.metadata.uid, None)
 
     # ---- PreBind ----------------------------------------------------------------------------------------
+
+    def pre_bind_pre_flight(self, state: CycleState, pod: PodInfo, node_name: str) -> bool:
+        return _KEY in state  # only pods with claims
 
     async def pre_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
         s: _State | None = state.get(_KEY)

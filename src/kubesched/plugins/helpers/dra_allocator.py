@@ -28,16 +28,17 @@ from kubesched.api.resource_v1 import (
     ResourceClaim,
     ResourceSlice,
 )
+from kubesched.errors import ClusterError, InputError
 from kubesched.plugins.helpers.dra_cel import CELError, SelectorCache, device_value
 
 DeviceID = tuple[str, str, str]  # driver, pool, device
 
 
-class AllocationError(Exception):
+class AllocationError(InputError):
     """Something is wrong with a claim or class: scheduling the pod fails with an error (upstream's statusError)."""
 
 
-class FailedOnNode(Exception):
+class FailedOnNode(ClusterError):
     """Not on this node, for a reason worth telling if no node fits (ErrFailedAllocationOnNode)."""
 
 

@@ -9,7 +9,14 @@ from kubesched.api.core import Node, Pod
 from kubesched.cluster.cache import ClusterCache
 from kubesched.config.profiles import parse
 from kubesched.core.podinfo import PodInfo
-from kubesched.framework.events import NODE_CHANGE, ClusterEventWithHint, registrations
+from kubesched.framework.events import (
+    CLAIM_CHANGE,
+    CLASS_CHANGE,
+    NODE_CHANGE,
+    SLICE_CHANGE,
+    ClusterEventWithHint,
+    registrations,
+)
 from kubesched.framework.interfaces import CycleState, Handle, NodeFilterPlugin, NodeInfo
 from kubesched.framework.status import SUCCESS, Status
 from kubesched.plugins import in_tree
@@ -139,6 +146,7 @@ async def test_a_bound_pod_still_running_larger_than_its_spec_blocks_and_its_res
 # The events each in-tree Filter plugin registers, and whether a hint is asked (the table the scheduler
 # kept before the plugins declared them: PLUGIN_EVENTS, NODE_LOCAL hinted by their Filter on the node).
 NODE_EVENTS = {q.NODE_ADD: True, q.NODE_UPDATE: True}
+DRA_EVENTS = {e: False for x in (CLAIM_CHANGE, SLICE_CHANGE, CLASS_CHANGE) for e in x.atoms()}
 SPREAD = {q.NODE_ADD: False, q.NODE_UPDATE: False, q.POD_ADD: True, q.POD_UPDATE: True, q.POD_DELETE: True}
 DECLARED = {
     "NodeUnschedulable": NODE_EVENTS,
@@ -149,6 +157,7 @@ DECLARED = {
     "NodeResourcesFit": {**NODE_EVENTS, q.POD_DELETE: False, q.POD_UPDATE: False},  # resized down in place
     "PodTopologySpread": SPREAD,
     "InterPodAffinity": SPREAD,
+    "DynamicResources": {**{e: False for e in NODE_CHANGE.atoms()}, **DRA_EVENTS},
 }
 
 
