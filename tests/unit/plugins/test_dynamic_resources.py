@@ -14,7 +14,7 @@ from kubesched.cluster.cache import ClusterCache
 from kubesched.cluster.resources import ResourceObjects
 from kubesched.config.profiles import parse
 from kubesched.core.podinfo import compile_pod
-from kubesched.framework.interfaces import CycleState, Handle
+from kubesched.framework.interfaces import ClusterAPIError, CycleState, Handle
 from kubesched.framework.status import Code
 from kubesched.plugins import in_tree
 from kubesched.plugins.dynamic_resources import DynamicResources
@@ -194,3 +194,23 @@ def test_a_cluster_without_the_api_refuses_claims_clearly(served: bool) -> None:
     status = plugin.pre_enqueue(compile_pod(pod("p", "c")))
     suffix = "" if served else " (the cluster does not serve resource.k8s.io/v1)"
     assert status.message == f'could not find ResourceClaim "default/c"{suffix}'
+
+
+async def test_a_failed_claim_write_at_prebind_sends_the_pod_back_and_the_retry_binds_it() -> None:
+    res = ResourceObjects([gpu_class()], [gpus("n1", "a10")], [claim("c")])
+    calls: list[str] = []
+
+    async def flaky(c: ResourceClaim, allocation: Any, pod_info: Any) -> ResourceClaim:
+        calls.append(c.metadata.name)
+        if len(calls) == 1:
+            raise ClusterAPIError("connection reset by peer")
+        res.writer = None
+        return await res.reserve(c, allocation, pod_info)
+
+    res.writer = flaky
+    world = World([node("n1")], [pod("p", "c")], res)
+    assert await world.settle() == {"default/p": "n1"}
+    assert calls == ["c", "c"]  # the first write failed: Unreserve freed the devices, the retry allocated again
+    stored = res.claim("default", "c")
+    assert stored is not None and [r.name for r in stored.status.reserved_for or []] == ["p"]
+    assert not world.scheduler.built.profiles["default-scheduler"].framework.pre_bind[0].pending  # type: ignore[attr-defined]
