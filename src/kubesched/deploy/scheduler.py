@@ -53,6 +53,10 @@ def rules() -> list[Obj]:
         k8s.rule("", ["services", "replicationcontrollers"], read),
         k8s.rule("apps", ["replicasets", "statefulsets"], read),
         k8s.rule("events.k8s.io", ["events"], ["create", "patch"]),
+        # DynamicResources: what it allocates from, and the claims it allocates (finalizer, then status).
+        k8s.rule("resource.k8s.io", ["deviceclasses", "resourceslices"], read),
+        k8s.rule("resource.k8s.io", ["resourceclaims"], [*read, "patch"]),
+        k8s.rule("resource.k8s.io", ["resourceclaims/status"], ["patch"]),
     ]
 
 
