@@ -194,7 +194,7 @@ def with_preemption() -> tuple[Framework, DefaultPreemption]:
 
 def attempt(table: NodeTable, pod: PodInfo) -> tuple[str | None, str]:
     """One failed scheduling attempt: the nominated node and kube-scheduler's FailedScheduling message."""
-    fw, plugin = with_preemption()
+    fw, _ = with_preemption()
     state = CycleState()
     outcome = fw.find_feasible(state, pod, batch(table))
     assert outcome.feasible.tolist() == []
@@ -264,8 +264,8 @@ def test_full_profile_message_with_spreading_and_anti_affinity() -> None:
         "",
         "0/4 nodes are available: 1 node(s) didn't match pod topology spread constraints (missing required label), "
         "1 node(s) had untolerated taint(s), 2 node(s) didn't match pod anti-affinity rules. "
-        "no new claims to deallocate, preemption: 0/4 nodes are available: 2 No preemption victims found for incoming pod, "
-        "2 Preemption is not helpful for scheduling.",
+        "no new claims to deallocate, preemption: 0/4 nodes are available: "
+        "2 No preemption victims found for incoming pod, 2 Preemption is not helpful for scheduling.",
     )
 
 

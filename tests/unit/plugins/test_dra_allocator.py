@@ -186,7 +186,8 @@ def test_pools_keep_the_newest_generation_and_know_when_they_are_incomplete_or_i
     (pool,) = gather_pools([old, new], node("n1"))
     assert [s.metadata.name for s in pool.slices] == ["new"] and pool.incomplete
     with pytest.raises(
-        AllocationError, match="asks for all devices, but resource pool gpu.example.com/n1 is currently being updated"
+        AllocationError,
+        match=r"asks for all devices, but resource pool gpu\.example\.com/n1 is currently being updated",
     ):
         allocator([old, new]).allocate(node("n1"), [claim("c", exactly(mode="All"))])
     dup = rslice("dup", [device("g0"), device("g0")])
@@ -200,7 +201,8 @@ def test_pools_keep_the_newest_generation_and_know_when_they_are_incomplete_or_i
         (
             exactly(cls="nope"),
             None,
-            'claim ns/c, request req: could not retrieve device class nope: deviceclass.resource.k8s.io "nope" not found',
+            "claim ns/c, request req: could not retrieve device class nope:"
+            ' deviceclass.resource.k8s.io "nope" not found',
         ),
         (
             exactly("r", 1, "ExactCount", "device.driver =="),

@@ -65,9 +65,9 @@ def test_kubernetes_device_selectors(expression: str, expected: bool) -> None:
 
 
 def test_an_unknown_attribute_is_upstream_s_runtime_error() -> None:
-    with pytest.raises(CELError, match="^no such key: nope$"):
+    with pytest.raises(CELError, match=r"^no such key: nope$"):
         matches('device.attributes["gpu.example.com"].nope == "x"')
-    with pytest.raises(CELError, match="^no such key: model$"):  # an absent domain: the attribute is missing
+    with pytest.raises(CELError, match=r"^no such key: model$"):  # an absent domain: the attribute is missing
         matches('device.attributes["other.example.com"].model == "x"')
 
 
@@ -95,7 +95,7 @@ def test_a_runaway_expression_is_stopped_as_by_a_cost_limit() -> None:
     big = "[" + ",".join(["0"] * 1000) + "]"
     expression = f"{big}.all(a, {big}.all(b, {big}.all(c, true)))"  # 10**9 steps unbounded
     started = time.perf_counter()
-    with pytest.raises(CELError, match="^operation cancelled: actual cost limit exceeded$"):
+    with pytest.raises(CELError, match=r"^operation cancelled: actual cost limit exceeded$"):
         matches(expression)
     assert time.perf_counter() - started < 10  # bounded, not 10**9 iterations (generous on a loaded machine)
 

@@ -146,7 +146,9 @@ class Binder:
         if not self.cluster.binds_inline or outcome.waits:
             return False
         fw = profile.framework
-        if fw.pre_bind and any(p.pre_bind_pre_flight(outcome.state, outcome.pod, outcome.node or "") for p in fw.pre_bind):
+        if fw.pre_bind and any(
+            p.pre_bind_pre_flight(outcome.state, outcome.pod, outcome.node or "") for p in fw.pre_bind
+        ):
             return False
         if fw.bind:
             first = fw.bind[0]
