@@ -143,7 +143,6 @@ class DynamicResources(
             claim = api.claim(pod.namespace, name)
             if claim is None:
                 raise ClaimError(f'could not find ResourceClaim "{pod.namespace}/{name}"')
-            claim = self.pending.get(claim.metadata.uid, claim)
             if claim.metadata.deletion_timestamp:
                 raise ClaimError(f'resourceclaim "{name}" is being deleted')
             if must_check_owner and not any(

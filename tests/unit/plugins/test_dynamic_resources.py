@@ -9,7 +9,7 @@ import msgspec
 import pytest
 
 from kubesched.api.core import Node, Pod
-from kubesched.api.resource_v1 import FINALIZER, DeviceClass, ResourceClaim, ResourceSlice
+from kubesched.api.resource_v1 import FINALIZER, AllocationResult, DeviceClass, ResourceClaim, ResourceSlice
 from kubesched.cluster.cache import ClusterCache
 from kubesched.cluster.resources import ResourceObjects
 from kubesched.config.profiles import parse
@@ -214,3 +214,21 @@ async def test_a_failed_claim_write_at_prebind_sends_the_pod_back_and_the_retry_
     stored = res.claim("default", "c")
     assert stored is not None and [r.name for r in stored.status.reserved_for or []] == ["p"]
     assert not world.scheduler.built.profiles["default-scheduler"].framework.pre_bind[0].pending  # type: ignore[attr-defined]
+
+
+def test_a_claim_whose_allocation_is_in_flight_makes_its_other_pods_wait() -> None:
+    res = ResourceObjects([gpu_class()], [gpus("n1", "a10")], [claim("shared")])
+    plugin = DynamicResources(handle=Handle(resources=res))
+    table = make_table([])
+    first, second = compile_pod(pod("a", "shared")), compile_pod(pod("b", "shared"))
+    state = CycleState()
+    assert plugin.pre_filter(state, first, table).status.ok
+    state["DynamicResources"].node_allocations["n1"] = [msgspec.convert({"devices": {}}, AllocationResult)]
+    assert plugin.reserve(state, first, "n1").ok  # chosen, not yet written
+    got = plugin.pre_filter(CycleState(), second, table).status
+    assert (got.code, got.message) == (
+        Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
+        "resource claim default/shared is in the process of being allocated",
+    )
+    plugin.unreserve(state, first, "n1")
+    assert plugin.pre_filter(CycleState(), second, table).status.ok
