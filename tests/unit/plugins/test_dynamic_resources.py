@@ -167,9 +167,10 @@ async def test_a_broken_selector_fails_the_pod_with_the_cel_error() -> None:
     res = ResourceObjects([gpu_class()], [gpus("n1", "a10")], [claim("c", model='x" ==')])
     world = World([node("n1")], [pod("p", "c")], res)
     reason = (await world.settle())["default/p"]
-    assert (
-        reason is not None and "claim default/c: selector #0: CEL compile error: compilation failed: ERROR:" in reason
-    )
+    assert reason is not None and reason.startswith(
+        'running "DynamicResources" filter plugin: claim default/c: selector #0: CEL compile error:'
+        " compilation failed: ERROR: <input>:1:"
+    ), reason
 
 
 def test_pods_without_claims_skip_the_plugin_and_get_v135_s_post_filter_reason() -> None:
