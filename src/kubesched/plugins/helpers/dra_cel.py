@@ -189,14 +189,14 @@ def _environment() -> Any:
     )
 
 
-def _detail(err: BaseException) -> str:
+def _detail(err: BaseException, running: bool = False) -> str:
     """The runtime's message without its status code wrapping ("INVALID_ARGUMENT: … [INVALID_ARGUMENT]")."""
     text = str(err)
     text = re.sub(r"^[A-Z_]+: ", "", text)
     text = re.sub(r"\s*\[[A-Z_]+\]$", "", text).strip()
     # cel-go's words for the same failures, as kube-scheduler reports them.
     text = re.sub(r'^Key not found in map : "(.*)"$', r"no such key: \1", text)
-    if text.startswith(("Iteration budget exceeded", "Expression recursion limit exceeded")):
+    if running and text.startswith(("Iteration budget exceeded", "Expression recursion limit exceeded")):
         return "operation cancelled: actual cost limit exceeded"
     return text
 
@@ -226,11 +226,11 @@ class Compiled:
             result = self.program.eval(data={"device": data})
             value = result.value()
         except Exception as err:  # the runtime's errors come as RuntimeError, its values as ERROR
-            raise CELError(_detail(err)) from None
+            raise CELError(_detail(err, running=True)) from None
         if isinstance(value, bool):
             return value
         if str(result.type()) in ("ERROR", "Type.ERROR") or "ERROR" in str(result.type()):
-            raise CELError(_detail(Exception(str(value))))
+            raise CELError(_detail(Exception(str(value)), running=True))
         raise CELError(f"CEL result of type {result.type()} could not be converted to bool")
 
 
