@@ -116,7 +116,8 @@ def test_a_pod_naming_a_missing_claim_waits_until_the_claim_exists(
         finally:
             kube.stop()
         print(
-            f"bound after its claim was created: ours {took['waiting']:.2f}s, kube-scheduler {took['kube-waiting']:.2f}s"
+            f"bound after its claim was created: ours {took['waiting']:.2f}s,"
+            f" kube-scheduler {took['kube-waiting']:.2f}s"
         )
         assert took["waiting"] < 30  # the claim's watch event lets it through PreEnqueue (no 5-minute flush)
 
