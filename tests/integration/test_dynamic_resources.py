@@ -14,7 +14,9 @@ from typing import Any
 import pytest
 
 from kubesched.testing.controlplane import ControlPlane
+from kubesched.testing.faultproxy import FaultProxy
 from kubesched.testing.waiting import wait_until
+from tests.integration.test_apiserver_faults import RECOVERY_BOUND, proxied_kubeconfig, report
 from tests.integration.test_scheduler_e2e import Run, condition, create, events, node_of, nodes, pod, running
 
 pytestmark = pytest.mark.controlplane
@@ -173,3 +175,43 @@ def test_a_claim_no_device_satisfies_gets_kube_scheduler_s_message(
         assert mine["message"] == kube_cond["message"]
         assert "2 cannot allocate all claims" in mine["message"]
         assert "still not schedulable, preemption: " in mine["message"]
+
+
+def test_dra_scheduling_recovers_after_a_silent_link_and_an_apiserver_restart(
+    control_plane: ControlPlane, kube_namespace: str, tmp_path: Path
+) -> None:
+    cp, run, ns = control_plane, Run(), kube_namespace
+    driver, cls = f"{run.id}.example.com", f"gpu-{run.id}"
+    specs = {"only": {"allocatable": {"cpu": "4", "memory": "8Gi", "pods": "110"}}}
+    with FaultProxy("127.0.0.1", cp.port or 0) as proxy, nodes(cp, run, specs):
+        kubeconfig = proxied_kubeconfig(cp, proxy, tmp_path)
+        with running(cp, tmp_path, run.config(), kubeconfig=kubeconfig) as sched:
+            device_class(cp, cls, driver)
+            resource_slice(cp, run.node("only"), driver, "16Gi", count=3)
+            claim(cp, ns, "c0", cls)
+            create(cp, ns, with_claim(pod("before", run.scheduler), "c0"))
+            wait_until(lambda: node_of(cp, ns, "before"), "a pod with a claim bound through the proxy", within=60)
+            proxy.blackhole()  # every connection silent: watches, and the claim writes to come
+            claim(cp, ns, "c1", cls)
+            create(cp, ns, with_claim(pod("during", run.scheduler), "c1"))
+            time.sleep(10)  # the outage's length is the behaviour under test
+            assert node_of(cp, ns, "during") is None
+            proxy.heal()
+            healed = time.monotonic()
+            wait_until(lambda: node_of(cp, ns, "during"), "bound after the link healed", within=RECOVERY_BOUND)
+            report(
+                "blackhole 10 s -> pod with a claim created during it bound, claim allocated", time.monotonic() - healed
+            )
+            cp.restart_apiserver()
+            ready = time.monotonic()
+            claim(cp, ns, "c2", cls)
+            create(cp, ns, with_claim(pod("after", run.scheduler), "c2"))
+            wait_until(lambda: node_of(cp, ns, "after"), "bound after the restart", within=RECOVERY_BOUND)
+            report("kube-apiserver restarted -> pod with a claim bound, claim allocated", time.monotonic() - ready)
+            assert sched.proc is not None and sched.proc.poll() is None
+        devices = []
+        for name, pod_name in (("c0", "before"), ("c1", "during"), ("c2", "after")):
+            got = get_claim(cp, ns, name)
+            assert [r["name"] for r in got["status"]["reservedFor"]] == [pod_name]  # reserved once, not twice
+            devices += [r["device"] for r in got["status"]["allocation"]["devices"]["results"]]
+        assert sorted(devices) == ["gpu-0", "gpu-1", "gpu-2"]  # no device given twice
