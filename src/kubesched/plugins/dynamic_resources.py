@@ -35,6 +35,7 @@ from kubesched.framework.interfaces import (
     PreEnqueuePlugin,
     PreFilterPlugin,
     PreFilterResult,
+    PreScorePlugin,
     ReservePlugin,
     ResourceAPI,
     ScorePlugin,
@@ -82,6 +83,7 @@ class DynamicResources(
     PreFilterPlugin,
     FilterPlugin,
     PostFilterPlugin,
+    PreScorePlugin,
     ScorePlugin,
     ReservePlugin,
     PreBindPlugin,
@@ -275,6 +277,16 @@ class DynamicResources(
         return None, Status.unschedulable("still not schedulable")
 
     # ---- Score ------------------------------------------------------------------------------------------
+
+    def pre_score(self, state: CycleState, pod: PodInfo, nodes: NodeBatch) -> Status:
+        """Skip when every node would score 0 (no claim to allocate with a firstAvailable list): upstream
+        scores zeros there; the totals are the same, without the call."""
+        s: _State | None = state.get(_KEY)
+        if s is None or not any(
+            r.first_available for i in s.to_allocate for r in s.claims[i].spec.devices.requests or []
+        ):
+            return SKIP
+        return SUCCESS
 
     def score(self, state: CycleState, pod: PodInfo, nodes: NodeBatch) -> IntColumn:
         s: _State | None = state.get(_KEY)

@@ -171,8 +171,8 @@ def test_feasible_nodes_are_scored_with_default_weights() -> None:
     # Fit: (75 + 87)/2 = 81; Balanced: std 0.0625 -> 93; ImageLocality (weight 1): 0 / 0.
     # PodTopologySpread and InterPodAffinity skip: no spreading constraints, no pod affinity anywhere.
     assert totals.tolist() == [0 * 3 + 100 * 2 + 81 + 93, 100 * 3 + 0 * 2 + 81 + 93]
-    # DynamicResources (weight 2) scores every node 0 for a pod without claims, and takes part as upstream.
-    assert weight_sum == 10
+    # DynamicResources skips scoring a pod without claims (upstream scores it 0 everywhere: the same totals).
+    assert weight_sum == 8
 
 
 # ---- the whole default profile, PostFilter included ----------------------------------------------

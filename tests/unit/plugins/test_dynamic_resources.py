@@ -22,7 +22,7 @@ from kubesched.scheduler.engine.queue import ManualClock
 from kubesched.scheduler.engine.scheduler import Scheduler
 from kubesched.scheduler.memory import MemoryCluster, run_until_settled
 from kubesched.scheduler.profiles.manager import build
-from kubesched.testing.builders import make_table
+from kubesched.testing.builders import batch, make_table
 
 DRIVER = "gpu.example.com"
 CONFIG = parse({"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration"})
@@ -233,3 +233,54 @@ def test_a_claim_whose_allocation_is_in_flight_makes_its_other_pods_wait() -> No
     )
     plugin.unreserve(state, first, "n1")
     assert plugin.pre_filter(CycleState(), second, table).status.ok
+
+
+def test_the_first_available_alternative_scores_higher_and_claimless_pods_skip_scoring() -> None:
+    small = msgspec.convert(
+        {
+            "metadata": {"name": "s1"},
+            "spec": {
+                "driver": DRIVER,
+                "nodeName": "n1",
+                "pool": {"name": "n1", "generation": 1, "resourceSliceCount": 1},
+                "devices": [{"name": "d", "attributes": {"size": {"int": 1}}}],
+            },
+        },
+        ResourceSlice,
+    )
+    big = msgspec.convert(
+        {
+            "metadata": {"name": "s2"},
+            "spec": {
+                "driver": DRIVER,
+                "nodeName": "n2",
+                "pool": {"name": "n2", "generation": 1, "resourceSliceCount": 1},
+                "devices": [{"name": "d", "attributes": {"size": {"int": 8}}}],
+            },
+        },
+        ResourceSlice,
+    )
+    sel = [{"cel": {"expression": f'device.attributes["{DRIVER}"].size > 4'}}]
+    req = {
+        "name": "gpu",
+        "firstAvailable": [
+            {"name": "big", "deviceClassName": "gpu", "selectors": sel},
+            {"name": "any", "deviceClassName": "gpu"},
+        ],
+    }
+    c = msgspec.convert(
+        {"metadata": {"name": "c", "namespace": "default", "uid": "cu"}, "spec": {"devices": {"requests": [req]}}},
+        ResourceClaim,
+    )
+    plugin = DynamicResources(handle=Handle(resources=ResourceObjects([gpu_class()], [small, big], [c])))
+    table = make_table([node("n1"), node("n2")])
+    nodes = batch(table)
+    state, info = CycleState(), compile_pod(pod("p", "c"))
+    assert plugin.pre_filter(state, info, table).status.ok
+    assert plugin.filter(state, info, nodes).codes.tolist() == [0, 0]
+    assert plugin.pre_score(state, info, nodes).ok
+    raw = plugin.score(state, info, nodes)
+    assert raw.tolist() == [7, 8]  # upstream: 8 - index of the subrequest chosen
+    assert plugin.normalize(state, info, nodes, raw).tolist() == [87, 100]
+    plain = compile_pod(msgspec.convert({"metadata": {"name": "x", "uid": "x"}, "spec": {}}, Pod))
+    assert plugin.pre_score(CycleState(), plain, nodes).code == Code.SKIP
