@@ -242,3 +242,32 @@ def test_allocated_devices_leave_out_admin_access() -> None:
         },
     }
     assert allocated_devices({"ns/c": msgspec.convert(body, ResourceClaim)}) == {(DRIVER, "n1", "g0")}
+
+
+def test_a_pool_of_several_slices_is_complete_only_with_all_of_them() -> None:
+    one = rslice("a", [device("g0")], count=2)
+    two = rslice("b", [device("g1")], count=2)
+    other = rslice("c", [device("x0")], node_name="n2")
+    complete = allocator([one, other, two]).allocate(node("n1"), [claim("c", exactly(mode="All"))])
+    assert picked(complete or []) == [["req=g0", "req=g1"]]
+    with pytest.raises(AllocationError, match="is currently being updated"):
+        allocator([one, other]).allocate(node("n1"), [claim("c", exactly(mode="All"))])
+
+
+def test_verdicts_on_stored_slices_are_kept_for_later_pods_until_the_slice_changes() -> None:
+    cache = SelectorCache()
+    stored = rslice("s", [device("g0", model="a")])
+    stored.metadata.resource_version = "7"
+    by_name = {"gpu": dclass()}
+    first = Allocator(by_name.get, [stored], set(), cache).allocate(node("n1"), [claim("c", exactly())])
+    assert picked(first or []) == [["req=g0"]]
+    assert cache.results == {(f'device.driver == "{DRIVER}"', (DRIVER, "n1", "g0"), ("s", "7")): True}
+    cache.results[next(iter(cache.results))] = False  # what a later pod reads, without evaluating again
+    assert Allocator(by_name.get, [stored], set(), cache).allocate(node("n1"), [claim("c", exactly())]) is None
+    changed = rslice("s", [device("g0", model="a")])
+    changed.metadata.resource_version = "8"  # a new version of the slice is judged anew
+    assert Allocator(by_name.get, [changed], set(), cache).allocate(node("n1"), [claim("c", exactly())]) is not None
+    unstored = rslice("s", [device("g0")])  # no resourceVersion (a cluster file): nothing kept across pods
+    cache.results.clear()
+    Allocator(by_name.get, [unstored], set(), cache).allocate(node("n1"), [claim("c", exactly())])
+    assert cache.results == {}

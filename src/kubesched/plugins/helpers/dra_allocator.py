@@ -106,8 +106,21 @@ class Pool:
     invalid: bool = False
 
 
-def gather_pools(slices: Sequence[ResourceSlice], node: Node) -> list[Pool]:
-    """GatherPools: the pools with slices for the node, newest generation only, complete or not, valid or not."""
+def pool_index(slices: Sequence[ResourceSlice]) -> dict[tuple[str, str], list[ResourceSlice]]:
+    """Every slice by (driver, pool): what a pool's completeness is checked against."""
+    out: dict[tuple[str, str], list[ResourceSlice]] = {}
+    for s in slices:
+        out.setdefault((s.spec.driver, s.spec.pool.name), []).append(s)
+    return out
+
+
+def gather_pools(
+    slices: Sequence[ResourceSlice], node: Node, index: Mapping[tuple[str, str], list[ResourceSlice]] | None = None
+) -> list[Pool]:
+    """GatherPools: the pools with slices for the node, newest generation only, complete or not, valid or not.
+
+    ``slices`` may be only those that can be the node's (by name, or by selector and for all nodes); ``index``
+    (`pool_index` of every slice) is what completeness is checked against, ``slices`` when not given."""
     pools: dict[tuple[str, str], Pool] = {}
     for s in slices:
         spec = s.spec
@@ -133,7 +146,11 @@ def gather_pools(slices: Sequence[ResourceSlice], node: Node) -> list[Pool]:
         first = pool.slices[0].spec.pool
         complete = len(pool.slices) == first.resource_slice_count
         if not complete:
-            same = [x for x in slices if x.spec.driver == driver and x.spec.pool.name == name]
+            same = (
+                index.get((driver, name), [])
+                if index is not None
+                else [x for x in slices if x.spec.driver == driver and x.spec.pool.name == name]
+            )
             if any(x.spec.pool.generation > first.generation for x in same):
                 continue  # obsolete
             complete = sum(x.spec.pool.generation == first.generation for x in same) == first.resource_slice_count
@@ -192,12 +209,26 @@ class Allocator:
         self.cache = cache
         self._matches: dict[tuple[int, str, DeviceID], bool] = {}  # selection does not depend on the node
         self._values: dict[DeviceID, dict[str, Any]] = {}
+        # A node's slices without a scan of all: by node name, and those selecting nodes otherwise (kept in
+        # the slices' order, which the search follows).
+        self._index = pool_index(slices)
+        self._by_node: dict[str, list[int]] = {}
+        self._general: list[int] = []
+        for i, s in enumerate(slices):
+            if s.spec.node_name:
+                self._by_node.setdefault(s.spec.node_name, []).append(i)
+            elif s.spec.all_nodes or s.spec.node_selector is not None:
+                self._general.append(i)
+
+    def node_slices(self, node: Node) -> list[ResourceSlice]:
+        positions = sorted([*self._by_node.get(node.metadata.name, ()), *self._general])
+        return [self.slices[i] for i in positions]
 
     def allocate(self, node: Node, claims: Sequence[ResourceClaim]) -> list[AllocationResult] | None:
         """The claims' allocations on ``node``, or None when they do not fit there.
 
         Raises AllocationError (the claim or a class is broken) or FailedOnNode (invalid pools here)."""
-        pools = gather_pools(self.slices, node)
+        pools = gather_pools(self.node_slices(node), node, self._index)
         plan: list[list[list[Request]]] = []  # claim -> request -> alternatives
         for ci, claim in enumerate(claims):
             requests = []
@@ -294,23 +325,33 @@ class Allocator:
                 for s in pool.slices:
                     for d in s.spec.devices or []:
                         did = (s.spec.driver, s.spec.pool.name, d.name)
-                        if self.selectable(ci, claim, req, did, d):
+                        if self.selectable(ci, claim, req, did, d, s):
                             req.all_devices.append((did, d, s))
             req.num = len(req.all_devices)
         else:
             raise AllocationError(f"claim {claim_key(claim)}, request {req.name}: unsupported count mode {req.mode}")
 
-    def selectable(self, ci: int, claim: ResourceClaim, req: Request, did: DeviceID, device: Device) -> bool:
+    def selectable(
+        self, ci: int, claim: ResourceClaim, req: Request, did: DeviceID, device: Device, s: ResourceSlice
+    ) -> bool:
         if device.binding_conditions or device.consumes_counters:
             return False  # binding conditions and partitionable devices are off by default
         key = (ci, req.name, did)
         hit = self._matches.get(key)
         if hit is not None:
             return hit
+        # A slice as stored by the API server (a resourceVersion) does not change under that version: what a
+        # selector said of its device holds for later pods too.
+        version = s.metadata.resource_version and (s.metadata.name, s.metadata.resource_version)
         ok = self._selectors(
-            claim, did, device, req.device_class, (req.device_class.spec.selectors or []) if req.device_class else []
+            claim,
+            did,
+            device,
+            req.device_class,
+            (req.device_class.spec.selectors or []) if req.device_class else [],
+            version,
         )
-        ok = ok and self._selectors(claim, did, device, None, req.selectors)
+        ok = ok and self._selectors(claim, did, device, None, req.selectors, version)
         self._matches[key] = ok
         return ok
 
@@ -321,17 +362,27 @@ class Allocator:
         device: Device,
         cls: DeviceClass | None,
         selectors: list[DeviceSelector],
+        version: tuple[str, str] | str = "",
     ) -> bool:
         where = f"class {cls.metadata.name}" if cls is not None else f"claim {claim_key(claim)}"
         for i, sel in enumerate(selectors):
-            compiled = self.cache.get(sel.cel.expression if sel.cel else "")
+            expression = sel.cel.expression if sel.cel else ""
+            compiled = self.cache.get(expression)
             if compiled.error is not None:
                 raise AllocationError(f"{where}: selector #{i}: CEL compile error: {compiled.error}")
+            known = (expression, did, version) if version else None
+            if known is not None and known in self.cache.results:
+                if not self.cache.results[known]:
+                    return False
+                continue
             try:
                 value = self._values.get(did)
                 if value is None:
                     value = self._values[did] = device_value(did[0], device.attributes, device.capacity)
-                if not compiled.matches(value):
+                matched = compiled.matches(value)
+                if known is not None:
+                    self.cache.remember(known, matched)
+                if not matched:
                     return False
             except CELError as err:
                 raise AllocationError(f"{where}: selector #{i}: CEL runtime error: {err}") from None
@@ -461,7 +512,7 @@ class _Search:
             for s in pool.slices:
                 for dev in s.spec.devices or []:
                     did = (pool.driver, pool.name, dev.name)
-                    if not self.free(ci, req, did) or not self.alloc.selectable(ci, claim, req, did, dev):
+                    if not self.free(ci, req, did) or not self.alloc.selectable(ci, claim, req, did, dev, s):
                         continue
                     if not self.add(ci, req, did, dev, s, must=False):
                         continue

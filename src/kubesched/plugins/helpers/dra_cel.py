@@ -241,6 +241,14 @@ class SelectorCache:
         self.size = size
         self._env: Any = None
         self._compiled: OrderedDict[str, Compiled] = OrderedDict()
+        # Verdicts of selectors on devices of stored slices, (expression, device, slice version) -> bool.
+        self.results: dict[Any, bool] = {}
+        self.max_results = 500_000
+
+    def remember(self, key: Any, matched: bool) -> None:
+        if len(self.results) >= self.max_results:
+            self.results.clear()  # slices changed a lot: start over rather than track ages
+        self.results[key] = matched
 
     def get(self, expression: str) -> Compiled:
         hit = self._compiled.get(expression)
