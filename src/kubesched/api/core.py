@@ -205,6 +205,19 @@ class Volume(_K):
     rbd: RBDVolumeSource | None = None
 
 
+class PodResourceClaim(_K):
+    """spec.resourceClaims[]: a claim by name, or one the resourceclaim controller makes from a template."""
+
+    name: str = ""
+    resource_claim_name: str | None = None
+    resource_claim_template_name: str | None = None
+
+
+class PodResourceClaimStatus(_K):
+    name: str = ""
+    resource_claim_name: str | None = None
+
+
 class PodSpec(_K):
     node_name: str = ""
     scheduler_name: str = ""
@@ -220,6 +233,7 @@ class PodSpec(_K):
     scheduling_gates: list[SchedulingGate] | None = None
     topology_spread_constraints: list[TopologySpreadConstraint] | None = None
     volumes: list[Volume] | None = None
+    resource_claims: list[PodResourceClaim] | None = None
 
 
 class PodCondition(_K):
@@ -245,6 +259,7 @@ class PodStatus(_K):
     conditions: list[PodCondition] | None = None
     container_statuses: list[ContainerStatus] | None = None
     init_container_statuses: list[ContainerStatus] | None = None
+    resource_claim_statuses: list[PodResourceClaimStatus] | None = None
 
 
 class Pod(_K):

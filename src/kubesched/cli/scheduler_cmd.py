@@ -15,6 +15,7 @@ from kubesched.cli.scheduler_live import LiveOptions, serve
 from kubesched.cluster.cache import ClusterCache
 from kubesched.cluster.files import ClusterFileError, read_cluster
 from kubesched.cluster.kubeclient import KubeConfigError, connect
+from kubesched.cluster.resources import ResourceObjects
 from kubesched.cluster.storage import volume_objects
 from kubesched.config.check import validate_configuration, validate_file
 from kubesched.config.duration import Duration
@@ -313,9 +314,17 @@ def run_in_memory(args: argparse.Namespace, config: SchedulerConfiguration) -> i
     except ClusterFileError as err:
         raise CLIError(str(err)) from None
 
-    async def main() -> tuple[list[Placement], list[tuple[str, str]]]:
+    async def main() -> tuple[list[Placement], list[tuple[str, str]], list[tuple[str, list[str], list[str]]]]:
         clock = ManualClock()
-        cluster = MemoryCluster(found.nodes, found.pods, found.pdbs, found.namespaces, volume_objects(found.storage))
+        resources = ResourceObjects(found.device_classes, found.resource_slices, found.resource_claims)
+        cluster = MemoryCluster(
+            found.nodes,
+            found.pods,
+            found.pdbs,
+            found.namespaces,
+            volumes=volume_objects(found.storage),
+            resources=resources,
+        )
         scheduler = Scheduler(
             ClusterCache(),
             cluster,
@@ -326,22 +335,40 @@ def run_in_memory(args: argparse.Namespace, config: SchedulerConfiguration) -> i
             # The file's Services, ReplicaSets… give PodTopologySpread's default constraints their selector.
             default_selector=found.workloads.default_selector,
             volumes=cluster.volumes,
+            resources=resources,
         )
         cluster.attach(scheduler)
         await run_until_settled(scheduler, clock)
-        return cluster.placements(), [(e.regarding, e.note) for e in cluster.events if e.reason == "Preempted"]
+        preempted = [(e.regarding, e.note) for e in cluster.events if e.reason == "Preempted"]
+        return cluster.placements(), preempted, allocated_claims(resources)
 
-    placements, preempted = asyncio.run(main())
+    placements, preempted, claims = asyncio.run(main())
     if args.output == "json":
         out = {
             "placements": [{"pod": p.pod, "node": p.node, "reason": p.reason} for p in placements],
             "preemptions": [{"pod": pod, "note": note} for pod, note in preempted],
         }
+        if claims:
+            out["claims"] = [{"claim": c, "devices": d, "reservedFor": r} for c, d, r in claims]
         print(json.dumps(out, indent=2))
     else:
         print_placements(placements, preempted)
+        for claim, devices, reserved in claims:
+            print(f"claim {claim}: {', '.join(devices)} (reserved for {', '.join(reserved) or 'nobody'})")
     pending = sum(1 for p in placements if not p.node)
     return 1 if pending and args.fail_on_pending else 0
+
+
+def allocated_claims(resources: ResourceObjects) -> list[tuple[str, list[str], list[str]]]:
+    """Each allocated ResourceClaim: its key, its devices (driver/pool/device) and the pods it is reserved for."""
+    out = []
+    for key, claim in sorted(resources.claims().items()):
+        allocation = claim.status.allocation
+        if allocation is None:
+            continue
+        devices = [f"{r.driver}/{r.pool}/{r.device}" for r in allocation.devices.results or []]
+        out.append((key, devices, [r.name for r in claim.status.reserved_for or []]))
+    return out
 
 
 def print_placements(placements: list[Placement], preempted: list[tuple[str, str]]) -> None:

@@ -25,7 +25,8 @@ from pathlib import Path
 from kubesched.cluster.cache import ClusterCache
 from kubesched.cluster.kubeclient import Connection, CredentialError, KubeClient
 from kubesched.cluster.objects import ClusterObjects
-from kubesched.cluster.source import scheduler_source
+from kubesched.cluster.resources import ResourceObjects
+from kubesched.cluster.source import scheduler_source, watch_resources
 from kubesched.cluster.volumes import VolumeObjects
 from kubesched.cluster.workloads import Workloads
 from kubesched.config.profiles import ConfigError, SchedulerConfiguration
@@ -91,6 +92,9 @@ async def serve(options: LiveOptions) -> int:
     workloads = Workloads()
     volumes = VolumeObjects(api=APIVolumes(backend._call), listed=False)  # the watches write, the volume plugins read
     cache = ClusterCache()
+    # DynamicResources' objects, watched once the API server is known to serve resource.k8s.io/v1.
+    resources = ResourceObjects(served=False)
+    resources.writer = backend.reserve_claim
     try:
         # The one build of the configuration (ConfigError: the command reports every problem, exit 2).
         scheduler = Scheduler(
@@ -101,7 +105,9 @@ async def serve(options: LiveOptions) -> int:
             extenders=ExtenderSet,
             default_selector=workloads.default_selector,
             volumes=volumes,
+            resources=resources,
         )
+        resources.on_change = scheduler.resources_changed
     except ConfigError:
         await close_clients()
         raise
@@ -127,7 +133,7 @@ async def serve(options: LiveOptions) -> int:
         loop.add_signal_handler(sig, stop.set)
     volumes.on_change = scheduler.volume_changed
     source = scheduler_source(client, cache, scheduler, objects, workloads, volumes=volumes)
-    background = [asyncio.create_task(source.run())]
+    background = [asyncio.create_task(source.run()), asyncio.create_task(watch_resources(client, resources))]
     if options.config_path is not None and options.reload is not None:
         rebuild = options.reload
 

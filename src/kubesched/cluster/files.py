@@ -11,6 +11,7 @@ import yaml
 
 from kubesched.api.core import Namespace, Node, ObjectMeta, Pod, ReplicationController, Service, Workload
 from kubesched.api.policy_v1 import PodDisruptionBudget
+from kubesched.api.resource_v1 import DeviceClass, ResourceClaim, ResourceClaimTemplate, ResourceSlice
 from kubesched.cluster.cache import ClusterCache
 from kubesched.cluster.defaulting import DefaultingError, PriorityClass, default_pod, priority_classes
 from kubesched.cluster.storage import STORAGE_KINDS, StorageError, StorageObject, read_storage
@@ -49,13 +50,13 @@ _KINDS = (
     "PodDisruptionBudget",
     "PriorityClass",
     *STORAGE_KINDS,
-)
-_NOT_YET = {
-    "CSIDriver",
+    "DeviceClass",
     "ResourceSlice",
     "ResourceClaim",
     "ResourceClaimTemplate",
-    "DeviceClass",
+)
+_NOT_YET = {
+    "CSIDriver",
 }
 
 
@@ -105,6 +106,12 @@ class ClusterFile:
     pdbs: list[PodDisruptionBudget] = field(default_factory=list)
     priority_classes: list[PriorityClass] = field(default_factory=list)
     storage: list[StorageObject] = field(default_factory=list)  # PVs, PVCs, StorageClasses, CSINodes
+    # Dynamic resource allocation (resource.k8s.io/v1). Templates are kept but nothing makes claims from
+    # them: no resourceclaim controller runs, so a pod of a template waits as it would without one.
+    device_classes: list[DeviceClass] = field(default_factory=list)
+    resource_slices: list[ResourceSlice] = field(default_factory=list)
+    resource_claims: list[ResourceClaim] = field(default_factory=list)
+    claim_templates: list[ResourceClaimTemplate] = field(default_factory=list)
 
 
 def read_objects(path: Path) -> tuple[list[Node], list[Pod]]:
@@ -182,14 +189,40 @@ def _read_one(
             out.storage.append(read_storage(kind, obj))
         except StorageError as err:
             raise ClusterFileError(f"{path}: {where}: {kind}: {err}") from None
+    elif kind in _DRA:
+        _read_dra(out, kind, obj, where, path)
     elif kind in _NOT_YET:
         raise ClusterFileError(
-            f"{path}: {where}: kind {kind!r} is not supported yet: kubesched does not read CSIDrivers or"
-            " dynamic resource claims (see docs/scheduler.md, Known differences)"
+            f"{path}: {where}: kind {kind!r} is not supported yet: kubesched does not read CSIDrivers"
+            " (see docs/scheduler.md, Known differences)"
         )
     else:
         expected = ", ".join(_KINDS[:-1]) + f" or {_KINDS[-1]}"
         raise ClusterFileError(f"{path}: {where}: unsupported kind {kind!r} (expected {expected})")
+
+
+_DRA = {"DeviceClass", "ResourceSlice", "ResourceClaim", "ResourceClaimTemplate"}
+
+
+def _read_dra(out: ClusterFile, kind: str, obj: Any, where: str, path: Path) -> None:
+    if kind == "DeviceClass":
+        item: Any = msgspec.convert(obj, DeviceClass)
+        out.device_classes.append(item)
+    elif kind == "ResourceSlice":
+        item = msgspec.convert(obj, ResourceSlice)
+        out.resource_slices.append(item)
+    elif kind == "ResourceClaim":
+        item = msgspec.convert(obj, ResourceClaim)
+        if not item.metadata.namespace:
+            item.metadata.namespace = "default"
+        if not item.metadata.uid:
+            item.metadata.uid = f"file-claim-{item.metadata.namespace}-{item.metadata.name}"
+        out.resource_claims.append(item)
+    else:
+        item = msgspec.convert(obj, ResourceClaimTemplate)
+        out.claim_templates.append(item)
+    if not item.metadata.name:
+        raise ClusterFileError(f"{path}: {where}: {kind} has no metadata.name")
 
 
 class _PriorityClass(msgspec.Struct, rename="camel"):

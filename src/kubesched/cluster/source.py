@@ -14,13 +14,16 @@ from typing import Any, Protocol, TypeVar
 
 from kubesched.api.core import Namespace, Node, Pod, ReplicationController, Service, Workload
 from kubesched.api.policy_v1 import PodDisruptionBudget
+from kubesched.api.resource_v1 import DeviceClass, ResourceClaim, ResourceSlice
 from kubesched.api.storage import CSINode, PersistentVolume, PersistentVolumeClaim, StorageClass
 from kubesched.cluster.cache import ClusterCache
 from kubesched.cluster.kubeclient import KubeClient
 from kubesched.cluster.objects import ClusterObjects
 from kubesched.cluster.reflector import Handlers, Reflector
+from kubesched.cluster.resources import ResourceObjects
 from kubesched.cluster.volumes import VolumeObjects
 from kubesched.cluster.workloads import Selectors, Workloads
+from kubesched.errors import ClusterError
 
 # Finished pods hold no resources; the server filters them out of the stream.
 ACTIVE_PODS = "status.phase!=Succeeded,status.phase!=Failed"
@@ -168,6 +171,41 @@ def _storage_watches(volumes: VolumeObjects, watch: Any) -> list[Reflector[Any]]
             Handlers(v.replace_csinodes, v.upsert_csinode, v.delete_csinode),
         ),
     ]
+
+
+RESOURCE_API = "/apis/resource.k8s.io/v1"
+
+
+async def watch_resources(
+    client: KubeClient, resources: ResourceObjects, *, recheck: float = 60.0, watch_timeout: int | None = None
+) -> None:
+    """DeviceClasses, ResourceSlices and ResourceClaims into ``resources``, once the API server says it
+    serves resource.k8s.io/v1; a server without it (404) is asked again every ``recheck`` seconds, and
+    the scheduler runs meanwhile with ``resources.served`` False."""
+    delay = 1.0
+    while True:
+        try:
+            await client.request("GET", RESOURCE_API)
+            break
+        except ClusterError as err:  # APIError: 404 when the group is not served
+            status = getattr(err, "status", None)
+            resources.served = False
+            await asyncio.sleep(recheck if status == 404 else delay)
+        except OSError:
+            await asyncio.sleep(delay)
+        delay = min(delay * 2, 30.0)
+
+    def watch(path: str, kind: type[Any], handlers: Handlers[Any]) -> Reflector[Any]:
+        return Reflector(client, f"{RESOURCE_API}/{path}", kind, handlers, watch_timeout=watch_timeout)
+
+    r = resources
+    reflectors = [
+        watch("deviceclasses", DeviceClass, Handlers(r.replace_classes, r.upsert_class, r.delete_class)),
+        watch("resourceslices", ResourceSlice, Handlers(r.replace_slices, r.upsert_slice, r.delete_slice)),
+        watch("resourceclaims", ResourceClaim, Handlers(r.replace_claims, r.upsert_claim, r.delete_claim)),
+    ]
+    resources.served = True
+    await asyncio.gather(*(x.run() for x in reflectors))
 
 
 def _into(store: Selectors[Item, Any]) -> Handlers[Item]:

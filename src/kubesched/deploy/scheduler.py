@@ -56,6 +56,10 @@ def rules() -> list[Obj]:
         k8s.rule("", ["persistentvolumes", "persistentvolumeclaims"], [*read, "patch"]),
         k8s.rule("storage.k8s.io", ["storageclasses", "csinodes"], read),
         k8s.rule("events.k8s.io", ["events"], ["create", "patch"]),
+        # DynamicResources: what it allocates from, and the claims it allocates (finalizer, then status).
+        k8s.rule("resource.k8s.io", ["deviceclasses", "resourceslices"], read),
+        k8s.rule("resource.k8s.io", ["resourceclaims"], [*read, "patch"]),
+        k8s.rule("resource.k8s.io", ["resourceclaims/status"], ["patch"]),
     ]
 
 

@@ -40,6 +40,10 @@ class EventResource(enum.Enum):
     PERSISTENT_VOLUME_CLAIM = "PersistentVolumeClaim"
     STORAGE_CLASS = "StorageClass"
     CSI_NODE = "CSINode"
+    # Dynamic resource allocation's objects (their events carry no object for hints: they always help).
+    RESOURCE_CLAIM = "ResourceClaim"
+    RESOURCE_SLICE = "ResourceSlice"
+    DEVICE_CLASS = "DeviceClass"
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,6 +69,9 @@ POD_ADD = ClusterEvent(EventResource.ASSIGNED_POD, ActionType.ADD)
 POD_UPDATE = ClusterEvent(EventResource.ASSIGNED_POD, ActionType.UPDATE)
 POD_DELETE = ClusterEvent(EventResource.ASSIGNED_POD, ActionType.DELETE)
 NODE_CHANGE = ClusterEvent(EventResource.NODE, ActionType.ADD | ActionType.UPDATE)
+CLAIM_CHANGE = ClusterEvent(EventResource.RESOURCE_CLAIM, ActionType.ADD | ActionType.UPDATE)
+SLICE_CHANGE = ClusterEvent(EventResource.RESOURCE_SLICE, ActionType.ADD | ActionType.UPDATE)
+CLASS_CHANGE = ClusterEvent(EventResource.DEVICE_CLASS, ActionType.ADD | ActionType.UPDATE)
 POD_CHANGE = ClusterEvent(EventResource.ASSIGNED_POD, ActionType.ALL)
 
 # (the pod that was rejected, the event, what it is about) -> whether the event may make it schedulable.

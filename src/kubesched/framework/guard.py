@@ -56,6 +56,9 @@ class FrameworkError(PluginError, RuntimeError):
     def __init__(
         self, status: Status, *, point: str = "", raised: BaseException | None = None, message: str = ""
     ) -> None:
+        if not message and point in ERROR_MESSAGES and status.plugin:
+            # kube-scheduler's wrapping of a plugin's Error status at that point ("running "X" filter plugin: …").
+            message = ERROR_MESSAGES[point].format(plugin=status.plugin, err=status.message)
         super().__init__(message or f"plugin {status.plugin!r} failed: {status.message}")
         self.status = status
         self.point = point

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from kubesched.api.core import LabelSelector
 from kubesched.api.policy_v1 import PodDisruptionBudget
+from kubesched.api.resource_v1 import AllocationResult, DeviceClass, ResourceClaim, ResourceSlice
 from kubesched.core.podinfo import PodInfo
 from kubesched.errors import ClusterError
 
@@ -38,6 +39,28 @@ class ClusterAPI(Protocol):
 
     def namespace_labels(self, namespace: str) -> Mapping[str, str] | None:
         """Labels of a namespace (for namespaceSelector terms), None when unknown."""
+
+
+class ResourceAPI(Protocol):
+    """Dynamic resource allocation's objects as the cluster source keeps them, and the one write
+    (`cluster.resources.ResourceObjects`): DeviceClasses, ResourceSlices, ResourceClaims."""
+
+    @property
+    def served(self) -> bool:
+        """Whether the cluster serves resource.k8s.io/v1 (a cluster without it has no claims to satisfy)."""
+
+    def claim(self, namespace: str, name: str) -> ResourceClaim | None: ...
+
+    def claims(self) -> Mapping[str, ResourceClaim]:
+        """Every claim by namespace/name."""
+
+    def device_class(self, name: str) -> DeviceClass | None: ...
+
+    def slices(self) -> Sequence[ResourceSlice]: ...
+
+    async def reserve(self, claim: ResourceClaim, allocation: AllocationResult | None, pod: PodInfo) -> ResourceClaim:
+        """Write status.allocation (when given) and add the pod to status.reservedFor, through the claim's
+        status subresource; the claim as stored after. Raises ClusterAPIError."""
 
 
 class ClusterAPIError(ClusterError):
@@ -100,7 +123,8 @@ class Handle:
 
     ``framework`` is the profile's own, set once it is built (DefaultPreemption dry-runs its Filter
     plugins); ``preempt_extenders`` lets the configured extenders trim preemption's candidates;
-    ``default_selector`` feeds PodTopologySpread's default constraints; ``volumes`` the volume plugins.
+    ``default_selector`` feeds PodTopologySpread's default constraints; ``volumes`` the volume plugins;
+    ``resources`` is what DynamicResources reads and writes (None: the shell keeps no such objects).
     """
 
     scheduler_name: str = "default-scheduler"
@@ -111,3 +135,4 @@ class Handle:
     preempt_extenders: PreemptExtenders | None = None
     default_selector: DefaultSelector | None = None
     volumes: Volumes | None = None  # PVs, PVCs, StorageClasses, CSINodes (the volume plugins)
+    resources: ResourceAPI | None = None

@@ -24,6 +24,7 @@ from kubesched.framework.handle import BindingUnknownError as BindingUnknownErro
 from kubesched.framework.handle import ClusterAPI as ClusterAPI
 from kubesched.framework.handle import ClusterAPIError as ClusterAPIError
 from kubesched.framework.handle import Handle as Handle
+from kubesched.framework.handle import ResourceAPI as ResourceAPI
 from kubesched.framework.status import SUCCESS, Code, Status, Verdicts
 
 MAX_NODE_SCORE = 100

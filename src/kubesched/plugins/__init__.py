@@ -12,6 +12,7 @@ from kubesched.framework.registry import Registry
 from kubesched.plugins.balanced_allocation import NodeResourcesBalancedAllocation
 from kubesched.plugins.default_binder import DefaultBinder
 from kubesched.plugins.default_preemption import DefaultPreemption
+from kubesched.plugins.dynamic_resources import DynamicResources
 from kubesched.plugins.image_locality import ImageLocality
 from kubesched.plugins.inter_pod_affinity import InterPodAffinity
 from kubesched.plugins.node_affinity import NodeAffinity
@@ -43,6 +44,7 @@ IN_TREE: tuple[type[Plugin], ...] = (
     VolumeZone,
     PodTopologySpread,
     InterPodAffinity,
+    DynamicResources,
     DefaultPreemption,
     NodeResourcesBalancedAllocation,
     ImageLocality,

@@ -17,6 +17,7 @@ import msgspec
 from kubesched.api.core import Namespace, Node, Pod
 from kubesched.api.policy_v1 import PodDisruptionBudget
 from kubesched.cluster.objects import ClusterObjects
+from kubesched.cluster.resources import ResourceObjects
 from kubesched.cluster.volumes import VolumeObjects
 from kubesched.config.model import DEFAULT_SCHEDULER_NAME
 from kubesched.core.podinfo import PodInfo
@@ -69,6 +70,7 @@ class MemoryCluster:
         pdbs: Sequence[PodDisruptionBudget] = (),
         namespaces: Sequence[Namespace] = (),
         volumes: VolumeObjects | None = None,
+        resources: ResourceObjects | None = None,
     ) -> None:
         self.nodes = {n.metadata.name: n for n in nodes}
         self.pods = {p.metadata.uid: p for p in normalize(pods)}
@@ -76,6 +78,8 @@ class MemoryCluster:
         self.objects = ClusterObjects(pdbs, namespaces)  # what preemption and namespaceSelectors read
         # PVs, PVCs, StorageClasses, CSINodes: a binding at PreBind applies here, completed at once.
         self.volumes = volumes if volumes is not None else VolumeObjects()
+        # DeviceClasses, ResourceSlices, ResourceClaims: PreBind's allocations are written there.
+        self.resources = resources if resources is not None else ResourceObjects()
         self.events: list[Event] = []
         self.conditions: dict[str, tuple[str, str]] = {}  # pod key -> (reason, message)
         self.scheduler: Scheduler | None = None
@@ -84,6 +88,7 @@ class MemoryCluster:
         """Hand the cluster's objects to the scheduler, as a watch's first list would."""
         self.scheduler = scheduler
         self.volumes.on_change = scheduler.volume_changed
+        self.resources.on_change = scheduler.resources_changed
         scheduler.nodes_replaced(list(self.nodes.values()))
         scheduler.pods_replaced(list(self.pods.values()))
         scheduler.cache.tracks_pods = True
@@ -178,6 +183,8 @@ class MemoryCluster:
                 out.append(Placement(key, None, f"waiting for scheduling gates: [{gates}]"))
             elif placement is not None and placement.reason:
                 out.append(Placement(key, None, placement.reason))
+            elif (entry := sched.queue.get(pod.metadata.uid)) is not None and not entry.gate.ok:
+                out.append(Placement(key, None, entry.gate.message))  # held back by a PreEnqueue plugin
             elif sched.profile_for(pod) not in sched.built.profiles:
                 out.append(Placement(key, None, f"no profile for schedulerName {sched.profile_for(pod)!r}"))
             else:

@@ -67,6 +67,10 @@ def test_the_custom_scheduler_gets_exactly_what_it_calls() -> None:
         ("storage.k8s.io", "storageclasses", READ),
         ("storage.k8s.io", "csinodes", READ),
         ("events.k8s.io", "events", ("create", "patch")),
+        ("resource.k8s.io", "deviceclasses", READ),
+        ("resource.k8s.io", "resourceslices", READ),
+        ("resource.k8s.io", "resourceclaims", (*READ, "patch")),  # DynamicResources' PreBind: the finalizer
+        ("resource.k8s.io", "resourceclaims/status", ("patch",)),  # allocation and reservedFor
         ("coordination.k8s.io", "leases", ("create",)),
     ) + grants(("coordination.k8s.io", "leases", ("get", "update")), names=(scheduler.SCHEDULER,))
     assert granted == sorted(expected)

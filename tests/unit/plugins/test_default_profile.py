@@ -35,6 +35,7 @@ def test_default_profile_order_and_weights() -> None:
         PluginRef("VolumeZone"),
         PluginRef("PodTopologySpread", 2),
         PluginRef("InterPodAffinity", 2),
+        PluginRef("DynamicResources", 2),
         PluginRef("DefaultPreemption"),
         PluginRef("NodeResourcesBalancedAllocation", 1),
         PluginRef("ImageLocality", 1),
@@ -175,6 +176,7 @@ def test_feasible_nodes_are_scored_with_default_weights() -> None:
     # Fit: (75 + 87)/2 = 81; Balanced: std 0.0625 -> 93; ImageLocality (weight 1): 0 / 0.
     # PodTopologySpread and InterPodAffinity skip: no spreading constraints, no pod affinity anywhere.
     assert totals.tolist() == [0 * 3 + 100 * 2 + 81 + 93, 100 * 3 + 0 * 2 + 81 + 93]
+    # DynamicResources skips scoring a pod without claims (upstream scores it 0 everywhere: the same totals).
     assert weight_sum == 8
 
 
@@ -188,7 +190,8 @@ def with_preemption() -> tuple[Framework, DefaultPreemption]:
     handle = Handle()
     fw = Framework.build(ProfileSpec(plugins=default_profile_plugins()), in_tree(), handle)
     handle.framework = fw
-    (plugin,) = fw.post_filter
+    dra, plugin = fw.post_filter  # in the default profile's order: DynamicResources first
+    assert dra.name == "DynamicResources"
     assert isinstance(plugin, DefaultPreemption)
     plugin.random_offset = lambda n: 0
     return fw, plugin
@@ -196,12 +199,18 @@ def with_preemption() -> tuple[Framework, DefaultPreemption]:
 
 def attempt(table: NodeTable, pod: PodInfo) -> tuple[str | None, str]:
     """One failed scheduling attempt: the nominated node and kube-scheduler's FailedScheduling message."""
-    fw, plugin = with_preemption()
+    fw, _ = with_preemption()
     state = CycleState()
     outcome = fw.find_feasible(state, pod, batch(table))
     assert outcome.feasible.tolist() == []
-    nominated, status = plugin.post_filter(state, pod, table, outcome.diagnosis)
-    outcome.diagnosis.post_filter_message = status.message
+    reasons = []
+    for post in fw.post_filter:  # as the cycle runs them: rejected reasons add up, a success ends it
+        nominated, status = post.post_filter(state, pod, table, outcome.diagnosis)
+        if status.ok:
+            reasons = []
+            break
+        reasons += status.reasons
+    outcome.diagnosis.post_filter_message = ", ".join(reasons)
     return nominated, outcome.diagnosis.message(len(table))
 
 
@@ -211,9 +220,8 @@ def labelled(name: str, labels: dict[str, str], priority: int = 0, **spec: Any) 
 
 
 def test_full_profile_message_when_preemption_cannot_help() -> None:
-    """§2.8's worked shape. kube-scheduler 1.34-1.36 also puts DynamicResources' "no new claims to
-    deallocate, " before "preemption: "; kubesched has no DynamicResources plugin, so its suffix is the
-    ≤ 1.33 (and 1.37+) one."""
+    """§2.8's worked shape, with v1.35's DynamicResources PostFilter reason for a pod without claims ("no
+    new claims to deallocate, ") before "preemption: " (1.37 drops it)."""
     table = make_table(
         [
             make_node("tainted", taints=[{"key": "dedicated", "effect": "NoSchedule"}]),
@@ -225,7 +233,7 @@ def test_full_profile_message_when_preemption_cannot_help() -> None:
     assert attempt(table, make_pod("p", requests={"cpu": "1"})) == (
         "",
         "0/3 nodes are available: 1 node(s) had untolerated taint(s), 2 Insufficient cpu. "
-        "preemption: 0/3 nodes are available: 1 Preemption is not helpful for scheduling, "
+        "no new claims to deallocate, preemption: 0/3 nodes are available: 1 Preemption is not helpful for scheduling, "
         "2 No preemption victims found for incoming pod.",
     )
 
@@ -261,8 +269,8 @@ def test_full_profile_message_with_spreading_and_anti_affinity() -> None:
         "",
         "0/4 nodes are available: 1 node(s) didn't match pod topology spread constraints (missing required label), "
         "1 node(s) had untolerated taint(s), 2 node(s) didn't match pod anti-affinity rules. "
-        "preemption: 0/4 nodes are available: 2 No preemption victims found for incoming pod, "
-        "2 Preemption is not helpful for scheduling.",
+        "no new claims to deallocate, preemption: 0/4 nodes are available: "
+        "2 No preemption victims found for incoming pod, 2 Preemption is not helpful for scheduling.",
     )
 
 

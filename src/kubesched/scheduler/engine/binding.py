@@ -207,6 +207,8 @@ class Binder:
         record, clock, name, timer = self.record, time.perf_counter, profile.name, state.timer
         began = clock()
         for plugin in fw.pre_bind:
+            if not plugin.pre_bind_pre_flight(state, pod, node):
+                continue  # PreBindPreFlight said Skip: nothing to do for this pod
             started = clock()
             try:
                 status = await plugin.pre_bind(state, pod, node)

@@ -8,11 +8,16 @@ from __future__ import annotations
 
 from kubesched.api.core import Node, Pod
 from kubesched.core.podinfo import PodInfo
-from kubesched.framework.events import ActionType, ClusterEvent, EventResource
+from kubesched.framework.events import CLAIM_CHANGE, CLASS_CHANGE, SLICE_CHANGE, ActionType, ClusterEvent, EventResource
 from kubesched.scheduler.engine import queue as q
 from kubesched.scheduler.engine.state import Placement, SchedulerState
 
 _TERMINAL = ("Succeeded", "Failed")
+_RESOURCE_EVENTS = {
+    "ResourceClaim": ClusterEvent(CLAIM_CHANGE.resource, ActionType.UPDATE),
+    "ResourceSlice": ClusterEvent(SLICE_CHANGE.resource, ActionType.UPDATE),
+    "DeviceClass": ClusterEvent(CLASS_CHANGE.resource, ActionType.UPDATE),
+}
 
 
 class ClusterEvents(SchedulerState):
@@ -90,6 +95,13 @@ class ClusterEvents(SchedulerState):
         calls this): move the parked pods a volume plugin that registered the event rejected."""
         self.queue.on_event(ClusterEvent(EventResource(kind), ActionType[action.upper()]))
 
+    def resources_changed(self, kind: str) -> None:
+        """A DeviceClass, ResourceSlice or ResourceClaim was added or changed (a claim's deletion frees its
+        devices): move the pods waiting on such objects, gated by PreEnqueue or parked."""
+        event = _RESOURCE_EVENTS.get(kind)
+        if event is not None:
+            self.queue.on_event(event)
+
     def pods_replaced(self, pods: list[Pod]) -> None:
         """After a (re)list: the cache holds exactly these; queued pods that vanished are dropped."""
         self.cache.replace_pods(pods)
@@ -116,6 +128,7 @@ def _changed(old: Pod, new: Pod) -> bool:
         or old.metadata.labels != new.metadata.labels
         or old.metadata.annotations != new.metadata.annotations
         or old.metadata.deletion_timestamp != new.metadata.deletion_timestamp
+        or old.status.resource_claim_statuses != new.status.resource_claim_statuses  # a claim was made for it
     )
 
 

@@ -35,6 +35,15 @@ class QueueingHints:
             for name, profile in profiles.items()
         }
 
+    def gate(self, entry: QueuedPod, event: ClusterEvent) -> bool:
+        """Whether the PreEnqueue plugin holding the pod back registered the event (explicitly: a plugin
+        that declares nothing is not asked again on every event)."""
+        registered = self._registered.get(entry.profile)
+        if registered is None:
+            return False
+        _, events = registered.get(entry.gate.plugin, (None, None))
+        return events is not None and event in events
+
     def __call__(self, entry: QueuedPod, event: ClusterEvent, node: int | None, other: PodInfo | None) -> bool:
         if not entry.unschedulable_plugins or EXTENDER in entry.unschedulable_plugins:
             return True

@@ -112,6 +112,7 @@ class SchedulingQueue:
         max_backoff: float = 10.0,
         unschedulable_timeout: float = UNSCHEDULABLE_TIMEOUT,
         notify: Callable[[], None] | None = None,
+        gate_interested: Callable[[QueuedPod, ClusterEvent], bool] | None = None,
     ) -> None:
         self.clock = clock or MonotonicClock()
         self.sort_key = sort_key
@@ -121,6 +122,9 @@ class SchedulingQueue:
         self.max_backoff = max_backoff
         self.unschedulable_timeout = unschedulable_timeout
         self.notify = notify or (lambda: None)
+        # Whether an event may lift a PreEnqueue rejection (the rejecting plugin registered it); SchedulingGates
+        # registers none: its pods wait for their own update.
+        self.gate_interested = gate_interested or (lambda _p, _e: False)
         self._pods: dict[str, QueuedPod] = {}  # every pod the queue holds, in flight included
         self._active: list[tuple[tuple[Any, ...], int, str, int]] = []
         self._backoff: list[tuple[float, int, str, int]] = []
@@ -334,6 +338,11 @@ class SchedulingQueue:
                 if self.interested(entry, event, node, pod):
                     self._move(entry)
                     moved += 1
+        if self._counts[GATED]:
+            for entry in [e for e in self._pods.values() if e.where == GATED and e.info.uid != skip]:
+                if entry.gate.plugin and self.gate_interested(entry, event):
+                    self._enqueue(entry)  # PreEnqueue again: it may still hold the pod
+                    moved += entry.where != GATED
         return moved
 
     def _move(self, entry: QueuedPod) -> None:

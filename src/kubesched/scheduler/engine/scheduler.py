@@ -24,7 +24,7 @@ from kubesched.cluster.cache import ClusterCache
 from kubesched.core.podinfo import PodInfo
 from kubesched.framework.build import Profile
 from kubesched.framework.guard import FrameworkError, plugin_error, timed
-from kubesched.framework.handle import DefaultSelector
+from kubesched.framework.handle import DefaultSelector, ResourceAPI
 from kubesched.framework.interfaces import (
     CycleState,
     Handle,
@@ -73,6 +73,7 @@ class Scheduler(ClusterEvents, Failures):
         default_selector: DefaultSelector | None = None,
         binding_unknown_ttl: float = DEFAULT_UNKNOWN_TTL,
         volumes: Volumes | None = None,
+        resources: ResourceAPI | None = None,
     ) -> None:
         self.cache = cache
         self.volumes = volumes  # PVs, PVCs, StorageClasses, CSINodes for the volume plugins (None: untracked)
@@ -80,6 +81,7 @@ class Scheduler(ClusterEvents, Failures):
         self._uncertain = UnknownBindings(cluster.bound_node, self._settled, binding_unknown_ttl)
         self._sort_errors: dict[str, FrameworkError] = {}  # pods whose QueueSort key raised, by UID
         self._default_selector = default_selector
+        self.resources = resources  # dynamic resource allocation's objects (DynamicResources reads them)
         self._make_extenders = extenders
         self.cluster = cluster
         self.metrics = metrics or SchedulerMetrics()
@@ -98,6 +100,7 @@ class Scheduler(ClusterEvents, Failures):
             initial_backoff=built.config.pod_initial_backoff_seconds,
             max_backoff=built.config.pod_max_backoff_seconds,
             notify=self._wakeup.set,
+            gate_interested=self.hints.gate,
         )
         self.queue.sort_key = self._sort_key(built)
         self.cycle = Cycle(
@@ -139,6 +142,7 @@ class Scheduler(ClusterEvents, Failures):
             preempt_extenders=self._preempt_extenders,
             default_selector=self._default_selector,
             volumes=self.volumes,
+            resources=self.resources,
         )
 
     def _preempt_extenders(self, pod: PodInfo, candidates: Candidates) -> Candidates:

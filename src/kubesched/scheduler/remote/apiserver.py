@@ -24,7 +24,10 @@ from collections.abc import Callable, Coroutine, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, ClassVar
 
+import msgspec
+
 from kubesched.api.policy_v1 import PodDisruptionBudget
+from kubesched.api.resource_v1 import FINALIZER, AllocationResult, ResourceClaim
 from kubesched.cluster import readback
 from kubesched.cluster.kubeclient import AnswerLost, APIError, KubeClient
 from kubesched.cluster.objects import ClusterObjects
@@ -164,6 +167,53 @@ class APIServerWriter:
                 raise ClusterAPIError(f"nominating {pod.key}: {err.message}") from None
         except OSError as err:
             raise ClusterAPIError(f"nominating {pod.key}: {type(err).__name__}: {err}") from None
+
+    async def reserve_claim(
+        self, claim: ResourceClaim, allocation: AllocationResult | None, pod: PodInfo
+    ) -> ResourceClaim:
+        """DynamicResources' PreBind write (kube-scheduler's bindClaim): the finalizer by an update of the claim,
+        then status.allocation and the pod in status.reservedFor through the status subresource, each guarded
+        by the resourceVersion read; a conflict re-reads the claim and tries again (5 times)."""
+        meta = claim.metadata
+        path = f"/apis/resource.k8s.io/v1/namespaces/{meta.namespace}/resourceclaims/{meta.name}"
+        key = f"{meta.namespace}/{meta.name}"
+        current = claim
+        for attempt in range(5):
+            try:
+                if attempt:
+                    current = msgspec.json.decode(await self._call("GET", path), type=ResourceClaim)
+                if current.metadata.deletion_timestamp:
+                    raise ClusterAPIError(f"claim {key} got deleted in the meantime")
+                if allocation is not None and current.status.allocation is not None:
+                    raise ClusterAPIError(f"claim {key} got allocated elsewhere in the meantime")
+                finalizers = current.metadata.finalizers or []
+                if allocation is not None and FINALIZER not in finalizers:
+                    body = {
+                        "metadata": {
+                            "resourceVersion": current.metadata.resource_version,
+                            "finalizers": [*finalizers, FINALIZER],
+                        }
+                    }
+                    raw = await self._call("PATCH", path, body, MERGE)
+                    current = msgspec.json.decode(raw, type=ResourceClaim)
+                status: dict[str, Any] = {
+                    "reservedFor": [
+                        *msgspec.to_builtins(current.status.reserved_for or []),
+                        {"resource": "pods", "name": pod.name, "uid": pod.uid},
+                    ]
+                }
+                if allocation is not None:
+                    status["allocation"] = msgspec.to_builtins(allocation)
+                body = {"metadata": {"resourceVersion": current.metadata.resource_version}, "status": status}
+                raw = await self._call("PATCH", path + "/status", body, MERGE)
+                return msgspec.json.decode(raw, type=ResourceClaim)
+            except APIError as err:
+                if err.status == 409:
+                    continue
+                raise ClusterAPIError(err.message) from None
+            except OSError as err:
+                raise ClusterAPIError(f"{type(err).__name__}: {err}") from None
+        raise ClusterAPIError(f"claim {key}: the object kept changing (5 conflicts)")
 
     def pdbs(self) -> Sequence[PodDisruptionBudget]:
         return self.objects.pdbs()

@@ -10,7 +10,10 @@ from kubesched.cluster.cache import ClusterCache
 from kubesched.config.profiles import parse
 from kubesched.core.podinfo import PodInfo
 from kubesched.framework.events import (
+    CLAIM_CHANGE,
+    CLASS_CHANGE,
     NODE_CHANGE,
+    SLICE_CHANGE,
     ActionType,
     ClusterEvent,
     ClusterEventWithHint,
@@ -153,6 +156,7 @@ def storage(kind: str, action: str) -> ClusterEvent:
 # The events each in-tree Filter plugin registers, and whether a hint is asked (the table the scheduler
 # kept before the plugins declared them: PLUGIN_EVENTS, NODE_LOCAL hinted by their Filter on the node).
 NODE_EVENTS = {q.NODE_ADD: True, q.NODE_UPDATE: True}
+DRA_EVENTS = {e: False for x in (CLAIM_CHANGE, SLICE_CHANGE, CLASS_CHANGE) for e in x.atoms()}
 SPREAD = {q.NODE_ADD: False, q.NODE_UPDATE: False, q.POD_ADD: True, q.POD_UPDATE: True, q.POD_DELETE: True}
 DECLARED = {
     "NodeUnschedulable": NODE_EVENTS,
@@ -185,6 +189,7 @@ DECLARED = {
             storage(kind, a): False for kind in ("PersistentVolumeClaim", "PersistentVolume") for a in ("ADD", "UPDATE")
         },
     },
+    "DynamicResources": {**{e: False for e in NODE_CHANGE.atoms()}, **DRA_EVENTS},
 }
 
 
