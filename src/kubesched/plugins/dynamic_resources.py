@@ -54,6 +54,9 @@ from kubesched.plugins.helpers.dra_allocator import (
 from kubesched.plugins.helpers.dra_cel import SelectorCache
 
 _KEY = "DynamicResources"
+# Set by every PreFilter call, as upstream writes its (maybe empty) state first: PostFilter tells "PreFilter never
+# ran" (an earlier PreFilter rejected the pod: upstream's state read fails with "not found") from "no claims".
+_RAN = "DynamicResources/preFilter"
 _FIRST_AVAILABLE_MAX = 8
 
 
@@ -171,6 +174,7 @@ class DynamicResources(
     # ---- PreFilter --------------------------------------------------------------------------------------
 
     def pre_filter(self, state: CycleState, pod: PodInfo, table: NodeTable) -> PreFilterResult:
+        state[_RAN] = True
         if not pod.pod.spec.resource_claims:
             return PreFilterResult(SKIP)
         try:
@@ -271,6 +275,8 @@ class DynamicResources(
     ) -> tuple[str | None, Status]:
         s: _State | None = state.get(_KEY)
         if s is None:
+            if _RAN not in state:  # kube-scheduler 1.35: its state read fails; the error ends PostFilter
+                return None, Status.error("not found")
             return None, Status.unschedulable("no new claims to deallocate")
         # Deallocating an allocated claim that keeps the pod off every node is not done by kubesched:
         # the pod waits (see docs/scheduler.md).

@@ -218,7 +218,9 @@ async def test_a_failed_claim_write_at_prebind_sends_the_pod_back_and_the_retry_
     assert calls == ["c", "c"]  # the first write failed: Unreserve freed the devices, the retry allocated again
     stored = res.claim("default", "c")
     assert stored is not None and [r.name for r in stored.status.reserved_for or []] == ["p"]
-    assert not world.scheduler.built.profiles["default-scheduler"].framework.pre_bind[0].pending  # type: ignore[attr-defined]
+    pre_bind = world.scheduler.built.profiles["default-scheduler"].framework.pre_bind
+    dra = next(p for p in pre_bind if isinstance(p, DynamicResources))
+    assert not dra.pending
 
 
 def test_a_claim_whose_allocation_is_in_flight_makes_its_other_pods_wait() -> None:
