@@ -1,0 +1,386 @@
+"""Seeded random clusters and pods, as manifests to create on a real API server.
+
+One seed gives one `Scenario`: namespaces with labels, PriorityClasses, a RuntimeClass with overhead, nodes
+(allocatable with an extended resource, zone/rack/hostname and custom labels, taints of every effect, some
+cordoned), pods bound to them (requests by every rule kube-scheduler counts: init and sidecar containers,
+overhead, limits only; host ports; some in the middle of an in-place resize, their status larger than their
+spec), and pending pods that exercise node selectors, every node-affinity operator, tolerations, host ports,
+inter-pod (anti-)affinity with namespaces and namespaceSelector, topology spread (minDomains, the node
+policies, matchLabelKeys) and priorities. Every name carries ``prefix``, so scenarios share a cluster.
+Volumes and DRA are left out (see docs/scheduler.md, "Differential test").
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+from typing import Any
+
+PAUSE = "registry.k8s.io/pause:3.10"
+GPU = "example.com/gpu"
+ZONE = "topology.kubernetes.io/zone"
+HOST = "kubernetes.io/hostname"
+RACK = "example.com/rack"
+CORES = "example.com/cores"  # a number, for Gt/Lt
+DISK = "disktype"
+TOPOLOGY_KEYS = (ZONE, HOST, RACK)
+APPS = ("web", "db", "cache")
+TAINT_KEYS = ("dedicated", "gpu", "maintenance")
+PORTS = (8080, 9090)
+
+Manifest = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Knobs:
+    """The sizes of one scenario."""
+
+    nodes: tuple[int, int] = (5, 9)
+    bound: tuple[int, int] = (8, 18)
+    pending: int = 20
+    namespaces: int = 3
+
+
+@dataclass
+class Scenario:
+    """What to create, in order: namespaces, classes, nodes (with status), bound pods (with status), then the
+    pending pods one at a time."""
+
+    seed: int
+    prefix: str
+    scheduler_name: str
+    namespaces: list[Manifest] = field(default_factory=list)
+    priority_classes: list[Manifest] = field(default_factory=list)
+    runtime_classes: list[Manifest] = field(default_factory=list)
+    nodes: list[tuple[Manifest, Manifest]] = field(default_factory=list)
+    bound: list[tuple[Manifest, Manifest]] = field(default_factory=list)
+    pending: list[Manifest] = field(default_factory=list)
+
+
+def started_at(n: int) -> str:
+    """The n-th pod's status.startTime: distinct, increasing."""
+    return f"2026-01-01T{n // 3600 % 24:02d}:{n // 60 % 60:02d}:{n % 60:02d}Z"
+
+
+def generate(seed: int, prefix: str, scheduler_name: str, knobs: Knobs | None = None) -> Scenario:
+    """The scenario of ``seed``: the same seed and prefix give the same manifests."""
+    return _Gen(random.Random(seed), seed, prefix, scheduler_name, knobs or Knobs()).scenario()
+
+
+class _Gen:
+    def __init__(self, rng: random.Random, seed: int, prefix: str, scheduler: str, knobs: Knobs) -> None:
+        self.r, self.prefix, self.knobs = rng, prefix, knobs
+        self.out = Scenario(seed, prefix, scheduler)
+        self.ns_names: list[str] = []
+        self.ns_labels: dict[str, dict[str, str]] = {}
+        self.node_names: list[str] = []
+        self.classes: list[str] = []
+        self.count = 0
+
+    def scenario(self) -> Scenario:
+        self.namespaces()
+        self.priority_classes()
+        self.out.runtime_classes.append(
+            {
+                "apiVersion": "node.k8s.io/v1",
+                "kind": "RuntimeClass",
+                "metadata": {"name": f"{self.prefix}-rc"},
+                "handler": "runc",
+                "overhead": {"podFixed": {"cpu": "100m", "memory": "64Mi"}},
+            }
+        )
+        for i in range(self.r.randint(*self.knobs.nodes)):
+            self.out.nodes.append(self.node(i))
+        for _ in range(self.r.randint(*self.knobs.bound)):
+            self.out.bound.append(self.bound_pod())
+        self.out.pending = [self.pending_pod() for _ in range(self.knobs.pending)]
+        return self.out
+
+    # ---- cluster ------------------------------------------------------------------------------------
+
+    def namespaces(self) -> None:
+        for i in range(self.knobs.namespaces):
+            name = f"{self.prefix}-ns{i}"
+            labels = {"team": self.r.choice(("a", "b")), f"{self.prefix}-diff": "yes"}
+            if self.r.random() < 0.5:
+                labels["env"] = self.r.choice(("prod", "dev"))
+            self.ns_names.append(name)
+            self.ns_labels[name] = labels
+            self.out.namespaces.append({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "labels": labels}})
+
+    def priority_classes(self) -> None:
+        for name, value, policy in (("low", 10, None), ("high", 1000, None), ("high-never", 1000, "Never")):
+            full = f"{self.prefix}-{name}"
+            pc: Manifest = {
+                "apiVersion": "scheduling.k8s.io/v1",
+                "kind": "PriorityClass",
+                "metadata": {"name": full},
+                "value": value,
+            }
+            if policy:
+                pc["preemptionPolicy"] = policy
+            self.classes.append(full)
+            self.out.priority_classes.append(pc)
+
+    def node(self, i: int) -> tuple[Manifest, Manifest]:
+        r = self.r
+        name = f"{self.prefix}-n{i}"
+        self.node_names.append(name)
+        labels = {HOST: name, f"{self.prefix}-diff": "yes", CORES: r.choice(("4", "8", "16"))}
+        if r.random() < 0.85:
+            labels[ZONE] = r.choice(("z1", "z2", "z3"))
+        if r.random() < 0.7:
+            labels[RACK] = r.choice(("r1", "r2"))
+        if r.random() < 0.6:
+            labels[DISK] = r.choice(("ssd", "hdd"))
+        taints = []
+        if r.random() < 0.3:
+            key = r.choice(TAINT_KEYS)
+            taint = {"key": key, "effect": r.choice(("NoSchedule", "NoExecute", "PreferNoSchedule"))}
+            if r.random() < 0.7:
+                taint["value"] = r.choice(("x", "y"))
+            taints.append(taint)
+        spec: Manifest = {}
+        if taints:
+            spec["taints"] = taints
+        if r.random() < 0.1:
+            spec["unschedulable"] = True
+        alloc = {
+            "cpu": r.choice(("1", "2", "4", "3500m")),
+            "memory": r.choice(("2Gi", "4Gi", "8Gi")),
+            "pods": str(r.choice((4, 8, 110))),
+        }
+        if r.random() < 0.4:
+            alloc[GPU] = str(r.choice((1, 2, 4)))
+        manifest = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": labels}, "spec": spec}
+        return manifest, {"status": {"allocatable": alloc, "capacity": dict(alloc)}}
+
+    # ---- pods ---------------------------------------------------------------------------------------
+
+    def _resources(self, small: bool = False) -> Manifest:
+        r = self.r
+        cpu = r.choice(("50m", "100m", "250m", "500m") if small else ("100m", "300m", "500m", "1", "1500m"))
+        mem = r.choice(("64Mi", "128Mi", "256Mi") if small else ("128Mi", "512Mi", "1Gi", "2Gi"))
+        req: dict[str, str] = {}
+        if r.random() < 0.9:
+            req["cpu"] = cpu
+        if r.random() < 0.8:
+            req["memory"] = mem
+        shape = r.random()
+        if shape < 0.15:  # limits only: the API server copies them to requests
+            return {"limits": req} if req else {}
+        if shape < 0.3 and req:
+            return {"requests": req, "limits": dict(req)}
+        return {"requests": req} if req else {}
+
+    def _container(self, name: str, small: bool = False, port: bool = False) -> Manifest:
+        c: Manifest = {"name": name, "image": PAUSE}
+        res = self._resources(small)
+        if self.r.random() < 0.12 and not small:
+            res.setdefault("requests", {})[GPU] = "1"
+            res.setdefault("limits", {})[GPU] = "1"
+        if res:
+            c["resources"] = res
+        if port:
+            p: Manifest = {"containerPort": 80, "hostPort": self.r.choice(PORTS)}
+            if self.r.random() < 0.3:
+                p["protocol"] = "UDP"
+            if self.r.random() < 0.2:
+                p["hostIP"] = "127.0.0.1"
+            c["ports"] = [p]
+        return c
+
+    def _labels(self) -> dict[str, str]:
+        labels = {"app": self.r.choice(APPS)}
+        if self.r.random() < 0.5:
+            labels["tier"] = self.r.choice(("fe", "be"))
+        if self.r.random() < 0.4:
+            labels["version"] = self.r.choice(("v1", "v2"))
+        return labels
+
+    def _pod(self, kind: str) -> Manifest:
+        r = self.r
+        self.count += 1
+        spec: Manifest = {
+            "schedulerName": self.out.scheduler_name,
+            "containers": [self._container("c0", port=r.random() < 0.15)],
+        }
+        if r.random() < 0.3:
+            spec["containers"].append(self._container("c1", small=True))
+        if r.random() < 0.25:
+            spec["initContainers"] = [self._container("init", small=r.random() < 0.5)]
+            if r.random() < 0.5:  # a sidecar: counted with the containers
+                side = self._container("side", small=True)
+                side["restartPolicy"] = "Always"
+                spec["initContainers"].append(side)
+        if r.random() < 0.15:
+            spec["runtimeClassName"] = f"{self.prefix}-rc"
+        if r.random() < 0.5:
+            spec["priorityClassName"] = r.choice(self.classes)
+        meta = {"name": f"{self.prefix}-{kind}{self.count}", "namespace": r.choice(self.ns_names), "labels": self._labels()}
+        return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec}
+
+    def bound_pod(self) -> tuple[Manifest, Manifest]:
+        pod = self._pod("b")
+        pod["spec"]["nodeName"] = self.r.choice(self.node_names)
+        status = self._resize_status(pod) if self.r.random() < 0.25 else {"status": {"phase": "Running"}}
+        # Started in creation order, as a kubelet reports it: preemption orders victims of one priority by it.
+        status["status"]["startTime"] = started_at(self.count)
+        return pod, status
+
+    def _resize_status(self, pod: Manifest) -> Manifest:
+        """A status as the kubelet writes it during an in-place resize: the container larger (or smaller)
+        than its spec in ``resources`` (actuated) and ``allocatedResources``; sometimes Infeasible."""
+        r = self.r
+        statuses = []
+        for c in pod["spec"]["containers"]:
+            bigger = {"cpu": r.choice(("200m", "700m", "1200m")), "memory": r.choice(("256Mi", "1Gi", "1536Mi"))}
+            alloc = bigger if r.random() < 0.5 else {"cpu": r.choice(("100m", "900m")), "memory": "512Mi"}
+            statuses.append(
+                {
+                    "name": c["name"],
+                    "image": PAUSE,
+                    "imageID": "",
+                    "ready": True,
+                    "restartCount": 0,
+                    "state": {"running": {"startedAt": "2026-01-01T00:00:00Z"}},
+                    "allocatedResources": alloc,
+                    "resources": {"requests": bigger},
+                }
+            )
+        status: Manifest = {"phase": "Running", "containerStatuses": statuses}
+        if r.random() < 0.3:
+            status["conditions"] = [
+                {"type": "PodResizePending", "status": "True", "reason": "Infeasible", "message": "too big"}
+            ]
+        return {"status": status}
+
+    def pending_pod(self) -> Manifest:
+        r = self.r
+        pod = self._pod("p")
+        spec = pod["spec"]
+        if r.random() < 0.25:
+            spec["nodeSelector"] = self._node_selector()
+        affinity: Manifest = {}
+        if r.random() < 0.35:
+            affinity["nodeAffinity"] = self._node_affinity()
+        if r.random() < 0.3:
+            affinity["podAffinity"] = self._pod_affinity(pod)
+        if r.random() < 0.3:
+            affinity["podAntiAffinity"] = self._pod_affinity(pod)
+        if affinity:
+            spec["affinity"] = affinity
+        if r.random() < 0.4:
+            spec["tolerations"] = [self._toleration() for _ in range(r.randint(1, 2))]
+        if r.random() < 0.35:
+            constraints: dict[tuple[str, str], Manifest] = {}
+            for _ in range(r.randint(1, 2)):  # the API allows one per topologyKey and whenUnsatisfiable
+                c = self._spread(pod)
+                constraints.setdefault((c["topologyKey"], c["whenUnsatisfiable"]), c)
+            spec["topologySpreadConstraints"] = list(constraints.values())
+        return pod
+
+    def _node_selector(self) -> dict[str, str]:
+        r = self.r
+        key = r.choice((ZONE, DISK, RACK, HOST))
+        value = {ZONE: ("z1", "z2", "z3"), DISK: ("ssd", "hdd"), RACK: ("r1", "r2"), HOST: tuple(self.node_names)}[key]
+        return {key: r.choice(value)}
+
+    def _expression(self) -> Manifest:
+        r = self.r
+        op = r.choice(("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"))
+        if op in ("Gt", "Lt"):
+            return {"key": CORES, "operator": op, "values": [r.choice(("4", "8", "12"))]}
+        key = r.choice((ZONE, DISK, RACK))
+        values = {ZONE: ["z1", "z2", "z3"], DISK: ["ssd", "hdd"], RACK: ["r1", "r2"]}[key]
+        if op in ("Exists", "DoesNotExist"):
+            return {"key": key, "operator": op}
+        return {"key": key, "operator": op, "values": r.sample(values, r.randint(1, 2))}
+
+    def _term(self) -> Manifest:
+        r = self.r
+        term: Manifest = {"matchExpressions": [self._expression() for _ in range(r.randint(1, 2))]}
+        if r.random() < 0.15:
+            term["matchFields"] = [
+                {"key": "metadata.name", "operator": r.choice(("In", "NotIn")), "values": [r.choice(self.node_names)]}
+            ]
+        return term
+
+    def _node_affinity(self) -> Manifest:
+        r = self.r
+        out: Manifest = {}
+        if r.random() < 0.7:
+            terms = [self._term() for _ in range(r.randint(1, 2))]
+            out["requiredDuringSchedulingIgnoredDuringExecution"] = {"nodeSelectorTerms": terms}
+        if r.random() < 0.6 or not out:
+            out["preferredDuringSchedulingIgnoredDuringExecution"] = [
+                {"weight": r.randint(1, 100), "preference": self._term()} for _ in range(r.randint(1, 2))
+            ]
+        return out
+
+    def _toleration(self) -> Manifest:
+        r = self.r
+        if r.random() < 0.1:
+            return {"operator": "Exists"}
+        tol: Manifest = {"key": r.choice(TAINT_KEYS)}
+        if r.random() < 0.5:
+            tol["operator"] = "Exists"
+        else:
+            tol["operator"] = "Equal"
+            tol["value"] = r.choice(("x", "y"))
+        if r.random() < 0.7:
+            tol["effect"] = r.choice(("NoSchedule", "NoExecute", "PreferNoSchedule"))
+        return tol
+
+    def _selector(self) -> Manifest:
+        r = self.r
+        if r.random() < 0.6:
+            return {"matchLabels": {"app": r.choice(APPS)}}
+        op = r.choice(("In", "NotIn", "Exists"))
+        expr: Manifest = {"key": r.choice(("app", "tier")), "operator": op}
+        if op != "Exists":
+            expr["values"] = r.sample(["web", "db", "cache", "fe", "be"], 2)
+        return {"matchExpressions": [expr]}
+
+    def _affinity_term(self, pod: Manifest) -> Manifest:
+        r = self.r
+        term: Manifest = {"labelSelector": self._selector(), "topologyKey": r.choice(TOPOLOGY_KEYS)}
+        which = r.random()
+        if which < 0.25:
+            term["namespaces"] = r.sample(self.ns_names, r.randint(1, 2))
+        elif which < 0.45:
+            term["namespaceSelector"] = {"matchLabels": {"team": r.choice(("a", "b"))}}
+        elif which < 0.55:
+            term["namespaceSelector"] = {"matchLabels": {f"{self.prefix}-diff": "yes"}}  # all of the scenario's
+        if r.random() < 0.15 and "version" in pod["metadata"]["labels"]:
+            term["matchLabelKeys"] = ["version"]
+        return term
+
+    def _pod_affinity(self, pod: Manifest) -> Manifest:
+        r = self.r
+        out: Manifest = {}
+        if r.random() < 0.6:
+            out["requiredDuringSchedulingIgnoredDuringExecution"] = [self._affinity_term(pod)]
+        if r.random() < 0.6 or not out:
+            out["preferredDuringSchedulingIgnoredDuringExecution"] = [
+                {"weight": r.randint(1, 100), "podAffinityTerm": self._affinity_term(pod)}
+            ]
+        return out
+
+    def _spread(self, pod: Manifest) -> Manifest:
+        r = self.r
+        c: Manifest = {
+            "maxSkew": r.randint(1, 2),
+            "topologyKey": r.choice(TOPOLOGY_KEYS),
+            "whenUnsatisfiable": r.choice(("DoNotSchedule", "ScheduleAnyway")),
+            "labelSelector": {"matchLabels": {"app": pod["metadata"]["labels"]["app"]}},
+        }
+        if c["whenUnsatisfiable"] == "DoNotSchedule" and r.random() < 0.3:
+            c["minDomains"] = r.randint(2, 4)
+        if r.random() < 0.3:
+            c["nodeAffinityPolicy"] = r.choice(("Honor", "Ignore"))
+        if r.random() < 0.3:
+            c["nodeTaintsPolicy"] = r.choice(("Honor", "Ignore"))
+        if r.random() < 0.2 and "tier" in pod["metadata"]["labels"]:
+            c["matchLabelKeys"] = ["tier"]
+        return c
