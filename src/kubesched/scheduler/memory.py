@@ -4,6 +4,8 @@
 feeds them to the scheduler through the event methods the API watch uses, binds in memory (the bound
 pod comes back as a pod update, as from a watch), evicts by deleting, and records events. Time is a
 manual clock that jumps over backoff waits, so the run ends as soon as nothing more can happen.
+`decide` runs one pending pod of a snapshot the same way and says also which nodes pass Filter and which
+score best (the differential test against kube-scheduler, `kubesched.testing.differential`).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from kubesched.api.policy_v1 import PodDisruptionBudget
 from kubesched.cluster.cache import ClusterCache
 from kubesched.cluster.objects import ClusterObjects
 from kubesched.config.model import DEFAULT_SCHEDULER_NAME
+from kubesched.config.profiles import parse
 from kubesched.core.podinfo import PodInfo
 from kubesched.framework.diagnosis import Diagnosis
 from kubesched.framework.interfaces import AlreadyAssignedError, ClusterAPIError, CycleState, Handle, NodeBatch
@@ -29,6 +32,7 @@ from kubesched.scheduler.engine.extenders import NoExtenders
 from kubesched.scheduler.engine.queue import ManualClock
 from kubesched.scheduler.engine.scheduler import Scheduler
 from kubesched.scheduler.engine.state import Placement
+from kubesched.scheduler.profiles.manager import Loaded, load
 
 
 class Event(msgspec.Struct, frozen=True):
@@ -288,10 +292,7 @@ SnapshotDecider = Callable[
 def snapshot_decider(config: Mapping[str, Any] | None = None) -> SnapshotDecider:
     """``decide(scheduler_name, nodes, pods, namespaces)`` on objects as the API server lists them, with one
     profile ``scheduler_name`` (the defaults, ``config``'s top-level keys laid over them), built per call."""
-    from kubesched.config.profiles import parse
-    from kubesched.scheduler.profiles.manager import load
-
-    loaded: dict[str, Any] = {}
+    loaded: dict[str, Loaded] = {}
 
     def run(
         name: str,

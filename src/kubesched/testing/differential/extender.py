@@ -87,10 +87,8 @@ class PassThroughExtender:
                 body = await reader.readexactly(length)
                 status, reply = self._answer(lines[0], body)
                 data = json.dumps(reply).encode()
-                writer.write(
-                    f"HTTP/1.1 {status}\r\nContent-Type: application/json\r\nContent-Length: {len(data)}\r\n\r\n".encode()
-                    + data
-                )
+                head_out = f"HTTP/1.1 {status}\r\nContent-Type: application/json\r\nContent-Length: {len(data)}\r\n\r\n"
+                writer.write(head_out.encode() + data)
                 await writer.drain()
         except (asyncio.IncompleteReadError, ConnectionError, asyncio.LimitOverrunError, ValueError):
             pass

@@ -106,7 +106,9 @@ class _Gen:
                 labels["env"] = self.r.choice(("prod", "dev"))
             self.ns_names.append(name)
             self.ns_labels[name] = labels
-            self.out.namespaces.append({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "labels": labels}})
+            self.out.namespaces.append(
+                {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "labels": labels}}
+            )
 
     def priority_classes(self) -> None:
         for name, value, policy in (("low", 10, None), ("high", 1000, None), ("high-never", 1000, "Never")):
@@ -217,7 +219,11 @@ class _Gen:
             spec["runtimeClassName"] = f"{self.prefix}-rc"
         if r.random() < 0.5:
             spec["priorityClassName"] = r.choice(self.classes)
-        meta = {"name": f"{self.prefix}-{kind}{self.count}", "namespace": r.choice(self.ns_names), "labels": self._labels()}
+        meta = {
+            "name": f"{self.prefix}-{kind}{self.count}",
+            "namespace": r.choice(self.ns_names),
+            "labels": self._labels(),
+        }
         return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec}
 
     def bound_pod(self) -> tuple[Manifest, Manifest]:

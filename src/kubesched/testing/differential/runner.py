@@ -19,6 +19,7 @@ node as a figure: ties are random on both sides, kube-scheduler's because of the
 
 from __future__ import annotations
 
+import json
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
@@ -85,8 +86,6 @@ class Case:
         return bool(self.differences) and not self.known
 
     def describe(self) -> str:
-        import json
-
         return (
             f"seed {self.seed} pod {self.pod}: differ in {', '.join(self.differences)}"
             f" (known: {', '.join(self.known) or 'none'})\n"
@@ -242,8 +241,10 @@ class _Driver:
             cp.delete_namespace(ns["metadata"]["name"])
         for manifest, _ in sc.nodes:
             cp.delete_node(manifest["metadata"]["name"])
-        for kind, items in (("scheduling.k8s.io/v1/priorityclasses", sc.priority_classes),
-                            ("node.k8s.io/v1/runtimeclasses", sc.runtime_classes)):
+        for kind, items in (
+            ("scheduling.k8s.io/v1/priorityclasses", sc.priority_classes),
+            ("node.k8s.io/v1/runtimeclasses", sc.runtime_classes),
+        ):
             for obj in items:
                 try:
                     cp.api("DELETE", f"/apis/{kind}/{obj['metadata']['name']}")
@@ -347,7 +348,9 @@ class _Driver:
         for p in victims:
             meta = p["metadata"]
             try:
-                self.cp.api("DELETE", f"/api/v1/namespaces/{meta['namespace']}/pods/{meta['name']}", {"gracePeriodSeconds": 0})
+                self.cp.api(
+                    "DELETE", f"/api/v1/namespaces/{meta['namespace']}/pods/{meta['name']}", {"gracePeriodSeconds": 0}
+                )
             except ApiError as err:
                 if err.status != 404:
                     raise
