@@ -12,19 +12,21 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 import msgspec
 
-from kubesched.api.core import Namespace, Node, Pod
+from kubesched.api.core import Namespace, Node, Pod, Service
 from kubesched.api.policy_v1 import PodDisruptionBudget
 from kubesched.cluster.cache import ClusterCache
 from kubesched.cluster.objects import ClusterObjects
+from kubesched.cluster.workloads import Workloads
 from kubesched.config.model import DEFAULT_SCHEDULER_NAME
 from kubesched.config.profiles import parse
 from kubesched.core.podinfo import PodInfo
 from kubesched.framework.diagnosis import Diagnosis
+from kubesched.framework.handle import DefaultSelector
 from kubesched.framework.interfaces import AlreadyAssignedError, ClusterAPIError, CycleState, Handle, NodeBatch
 from kubesched.scheduler.engine import search
 from kubesched.scheduler.engine.built import Built
@@ -233,12 +235,15 @@ async def decide(
     pods: Sequence[Pod],
     namespaces: Sequence[Namespace] = (),
     pdbs: Sequence[PodDisruptionBudget] = (),
+    default_selector: DefaultSelector | None = None,
 ) -> Decision:
     """The one pending pod of ``pods`` through a fresh scheduler on these objects, as `--cluster` would
     schedule it (its first attempt: preemption nominates, the victims are evicted); the feasible set is
     Filter over every node and the best set the scores of the full cycle, both before the attempt."""
     cluster = MemoryCluster(nodes, pods, pdbs, namespaces)
-    scheduler = Scheduler(ClusterCache(), cluster, build, clock=ManualClock(), batching=False)
+    scheduler = Scheduler(
+        ClusterCache(), cluster, build, clock=ManualClock(), batching=False, default_selector=default_selector
+    )
     cluster.attach(scheduler)
     entry = scheduler.queue.pop()
     if entry is None:
@@ -273,33 +278,38 @@ async def decide(
     )
 
 
-def decode_snapshot(
-    nodes: Sequence[Mapping[str, Any]], pods: Sequence[Mapping[str, Any]], namespaces: Sequence[Mapping[str, Any]]
-) -> tuple[list[Node], list[Pod], list[Namespace]]:
-    """Objects as the API server lists them (already defaulted), as the wire models."""
-    return (
-        [msgspec.convert(n, Node) for n in nodes],
-        [msgspec.convert(p, Pod) for p in pods],
-        [msgspec.convert(n, Namespace) for n in namespaces],
+def decode_snapshot(snapshot: Mapping[str, Sequence[Mapping[str, Any]]]) -> Snapshot:
+    """Objects as the API server lists them (already defaulted), by kind (``nodes``, ``pods``, ``namespaces``,
+    ``services``; each optional), as the wire models and the Services' selectors."""
+    workloads = Workloads()
+    workloads.services.replace([msgspec.convert(s, Service) for s in snapshot.get("services", ())])
+    return Snapshot(
+        [msgspec.convert(n, Node) for n in snapshot.get("nodes", ())],
+        [msgspec.convert(p, Pod) for p in snapshot.get("pods", ())],
+        [msgspec.convert(n, Namespace) for n in snapshot.get("namespaces", ())],
+        workloads,
     )
 
 
-SnapshotDecider = Callable[
-    [str, Sequence[Mapping[str, Any]], Sequence[Mapping[str, Any]], Sequence[Mapping[str, Any]]], Decision
-]
+@dataclass
+class Snapshot:
+    """A cluster's objects, decoded."""
+
+    nodes: list[Node]
+    pods: list[Pod]
+    namespaces: list[Namespace]
+    workloads: Workloads = field(default_factory=Workloads)
+
+
+SnapshotDecider = Callable[[str, Mapping[str, Sequence[Mapping[str, Any]]]], Decision]
 
 
 def snapshot_decider(config: Mapping[str, Any] | None = None) -> SnapshotDecider:
-    """``decide(scheduler_name, nodes, pods, namespaces)`` on objects as the API server lists them, with one
-    profile ``scheduler_name`` (the defaults, ``config``'s top-level keys laid over them), built per call."""
+    """``decide(scheduler_name, snapshot)`` on objects as the API server lists them (see `decode_snapshot`),
+    with one profile ``scheduler_name`` (the defaults, ``config``'s top-level keys laid over them)."""
     loaded: dict[str, Loaded] = {}
 
-    def run(
-        name: str,
-        nodes: Sequence[Mapping[str, Any]],
-        pods: Sequence[Mapping[str, Any]],
-        namespaces: Sequence[Mapping[str, Any]],
-    ) -> Decision:
+    def run(name: str, snapshot: Mapping[str, Sequence[Mapping[str, Any]]]) -> Decision:
         if name not in loaded:
             loaded[name] = load(
                 parse(
@@ -311,7 +321,10 @@ def snapshot_decider(config: Mapping[str, Any] | None = None) -> SnapshotDecider
                     }
                 )
             )
-        n, p, ns = decode_snapshot(nodes, pods, namespaces)
-        return asyncio.run(decide(loaded[name].build, n, p, ns))
+        got = decode_snapshot(snapshot)
+        build = loaded[name].build
+        return asyncio.run(
+            decide(build, got.nodes, got.pods, got.namespaces, default_selector=got.workloads.default_selector)
+        )
 
     return run

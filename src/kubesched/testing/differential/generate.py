@@ -27,6 +27,14 @@ TOPOLOGY_KEYS = (ZONE, HOST, RACK)
 APPS = ("web", "db", "cache")
 TAINT_KEYS = ("dedicated", "gpu", "maintenance")
 PORTS = (8080, 9090)
+FINALIZER = "example.com/differential-hold"
+# Images with their sizes: nodes report some, pods run them (ImageLocality scores by them).
+IMAGES = {
+    "registry.example/app-a:1": 300 * 2**20,
+    "registry.example/app-b:2": 900 * 2**20,
+    "registry.example/tools:3": 40 * 2**20,
+    "docker.io/library/nginx:1.27": 190 * 2**20,
+}
 
 Manifest = dict[str, Any]
 
@@ -54,6 +62,8 @@ class Scenario:
     runtime_classes: list[Manifest] = field(default_factory=list)
     nodes: list[tuple[Manifest, Manifest]] = field(default_factory=list)
     bound: list[tuple[Manifest, Manifest]] = field(default_factory=list)
+    terminating: list[str] = field(default_factory=list)  # bound pods held by a finalizer, then deleted
+    services: list[Manifest] = field(default_factory=list)  # selectors for PodTopologySpread's default spreading
     pending: list[Manifest] = field(default_factory=list)
 
 
@@ -93,6 +103,19 @@ class _Gen:
             self.out.nodes.append(self.node(i))
         for _ in range(self.r.randint(*self.knobs.bound)):
             self.out.bound.append(self.bound_pod())
+            if self.r.random() < 0.08:
+                self.out.bound[-1][0]["metadata"]["finalizers"] = [FINALIZER]
+                self.out.terminating.append(self.out.bound[-1][0]["metadata"]["name"])
+        for ns in self.ns_names:
+            if self.r.random() < 0.5:
+                self.out.services.append(
+                    {
+                        "apiVersion": "v1",
+                        "kind": "Service",
+                        "metadata": {"name": f"{ns}-svc", "namespace": ns},
+                        "spec": {"selector": {"app": self.r.choice(APPS)}, "ports": [{"port": 80}]},
+                    }
+                )
         self.out.pending = [self.pending_pod() for _ in range(self.knobs.pending)]
         return self.out
 
@@ -147,27 +170,36 @@ class _Gen:
             spec["taints"] = taints
         if r.random() < 0.1:
             spec["unschedulable"] = True
+        # Every quantity format the API accepts: milli, decimal, binary and decimal SI, plain bytes.
         alloc = {
-            "cpu": r.choice(("1", "2", "4", "3500m")),
-            "memory": r.choice(("2Gi", "4Gi", "8Gi")),
+            "cpu": r.choice(("1", "2", "4", "3500m", "2.5", "8")),
+            "memory": r.choice(("2Gi", "4Gi", "8Gi", "4G", "3500Mi", "6000000Ki", "3000000000", "16Gi")),
             "pods": str(r.choice((4, 8, 110))),
         }
         if r.random() < 0.4:
             alloc[GPU] = str(r.choice((1, 2, 4)))
+        if r.random() < 0.5:
+            alloc["ephemeral-storage"] = r.choice(("10Gi", "20G", "5Gi"))
+        status: Manifest = {"allocatable": alloc, "capacity": dict(alloc)}
+        if r.random() < 0.6:
+            images = r.sample(sorted(IMAGES), r.randint(1, 3))
+            status["images"] = [{"names": [image], "sizeBytes": IMAGES[image]} for image in images]
         manifest = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": labels}, "spec": spec}
-        return manifest, {"status": {"allocatable": alloc, "capacity": dict(alloc)}}
+        return manifest, {"status": status}
 
     # ---- pods ---------------------------------------------------------------------------------------
 
     def _resources(self, small: bool = False) -> Manifest:
         r = self.r
-        cpu = r.choice(("50m", "100m", "250m", "500m") if small else ("100m", "300m", "500m", "1", "1500m"))
-        mem = r.choice(("64Mi", "128Mi", "256Mi") if small else ("128Mi", "512Mi", "1Gi", "2Gi"))
+        cpu = r.choice(("50m", "0.1", "250m", "500m") if small else ("100m", "0.3", "500m", "1", "1500m", "1.2"))
+        mem = r.choice(("64Mi", "100M", "256Mi") if small else ("128Mi", "500M", "1Gi", "1.5Gi", "268435456", "2Gi"))
         req: dict[str, str] = {}
         if r.random() < 0.9:
             req["cpu"] = cpu
         if r.random() < 0.8:
             req["memory"] = mem
+        if r.random() < 0.1:
+            req["ephemeral-storage"] = r.choice(("1Gi", "4G", "12Gi"))
         shape = r.random()
         if shape < 0.15:  # limits only: the API server copies them to requests
             return {"limits": req} if req else {}
@@ -176,7 +208,7 @@ class _Gen:
         return {"requests": req} if req else {}
 
     def _container(self, name: str, small: bool = False, port: bool = False) -> Manifest:
-        c: Manifest = {"name": name, "image": PAUSE}
+        c: Manifest = {"name": name, "image": self.r.choice(sorted(IMAGES)) if self.r.random() < 0.6 else PAUSE}
         res = self._resources(small)
         if self.r.random() < 0.12 and not small:
             res.setdefault("requests", {})[GPU] = "1"
@@ -209,12 +241,15 @@ class _Gen:
         }
         if r.random() < 0.3:
             spec["containers"].append(self._container("c1", small=True))
-        if r.random() < 0.25:
-            spec["initContainers"] = [self._container("init", small=r.random() < 0.5)]
-            if r.random() < 0.5:  # a sidecar: counted with the containers
-                side = self._container("side", small=True)
+        if r.random() < 0.3:
+            inits = [self._container(f"init{i}", small=r.random() < 0.5) for i in range(r.randint(1, 2))]
+            if r.random() < 0.5:  # a sidecar: counted with the containers, and with the inits after it
+                side = self._container("side", small=r.random() < 0.7)
                 side["restartPolicy"] = "Always"
-                spec["initContainers"].append(side)
+                inits.insert(r.randint(0, len(inits)), side)
+            spec["initContainers"] = inits
+        if r.random() < 0.05:  # pod-level resources (PodLevelResources, on by default since v1.34)
+            spec["resources"] = {"requests": {"cpu": r.choice(("4", "5")), "memory": r.choice(("5Gi", "6Gi"))}}  # >= containers
         if r.random() < 0.15:
             spec["runtimeClassName"] = f"{self.prefix}-rc"
         if r.random() < 0.5:
@@ -336,6 +371,8 @@ class _Gen:
             tol["value"] = r.choice(("x", "y"))
         if r.random() < 0.7:
             tol["effect"] = r.choice(("NoSchedule", "NoExecute", "PreferNoSchedule"))
+            if tol["effect"] == "NoExecute" and r.random() < 0.5:
+                tol["tolerationSeconds"] = 300
         return tol
 
     def _selector(self) -> Manifest:
@@ -358,6 +395,9 @@ class _Gen:
             term["namespaceSelector"] = {"matchLabels": {"team": r.choice(("a", "b"))}}
         elif which < 0.55:
             term["namespaceSelector"] = {"matchLabels": {f"{self.prefix}-diff": "yes"}}  # all of the scenario's
+        elif which < 0.6:
+            term["namespaceSelector"] = {"matchLabels": {"team": r.choice(("a", "b"))}}  # with namespaces: either
+            term["namespaces"] = [r.choice(self.ns_names)]
         if r.random() < 0.15 and "version" in pod["metadata"]["labels"]:
             term["matchLabelKeys"] = ["version"]
         return term

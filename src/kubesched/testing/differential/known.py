@@ -26,21 +26,17 @@ class KnownDifference:
         return self.predicate(case)
 
 
-def _nominated_elsewhere(case: Case) -> bool:
-    """Both preempt, on different nodes (the differences being only the nomination)."""
-    return (
-        case.kube.outcome == case.ours.outcome == "nominated"
-        and set(case.differences) <= {"message"}
-        and case.kube.nominated != case.ours.nominated
-    )
-
-
 DRA_POSTFILTER = "no new claims to deallocate, "
 
 
 def _dra_post_filter(case: Case) -> bool:
     """Only the message differs, by DynamicResources' PostFilter reason before preemption's."""
     return set(case.differences) == {"message"} and case.kube.message.replace(DRA_POSTFILTER, "") == case.ours.message
+
+
+def _empty_nodes_scored(case: Case) -> bool:
+    """Only the placement differs, with an extender that returns whole nodes."""
+    return case.full_nodes and set(case.differences) == {"placement"}
 
 
 KNOWN: tuple[KnownDifference, ...] = (
@@ -50,5 +46,13 @@ KNOWN: tuple[KnownDifference, ...] = (
         "before DefaultPreemption and, for a pod without claims, adds 'no new claims to deallocate' to the "
         "FitError message; kubesched's default profile has no DynamicResources plugin yet (DRA is being added).",
         _dra_post_filter,
+    ),
+    KnownDifference(
+        "extender-full-nodes-scores",
+        "with a filter extender of nodeCacheCapable false, kube-scheduler v1.35 wraps the nodes the extender "
+        "returns in new, empty NodeInfos, so its Score plugins see every feasible node without its pods "
+        "(kubernetes/kubernetes#141781, a regression from #130537; fix proposed in #141919); kubesched scores "
+        "the nodes as they are. Placement only: the feasible set and messages agree.",
+        _empty_nodes_scored,
     ),
 )

@@ -19,6 +19,7 @@ node as a figure: ties are random on both sides, kube-scheduler's because of the
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
 import uuid
@@ -53,7 +54,8 @@ class Decided(Protocol):
     def victims(self) -> tuple[str, ...]: ...
 
 
-Decider = Callable[[str, Objects, Objects, Objects], Decided]
+# (scheduler name, {"nodes": [...], "pods": [...], "namespaces": [...], "services": [...]}) -> the answer
+Decider = Callable[[str, Mapping[str, Objects]], Decided]
 
 
 @dataclass(frozen=True)
@@ -80,6 +82,7 @@ class Case:
     ours: Answer
     differences: list[str] = field(default_factory=list)
     known: list[str] = field(default_factory=list)
+    full_nodes: bool = False  # the extender got (and returned) whole nodes: nodeCacheCapable false
 
     @property
     def unexplained(self) -> bool:
@@ -132,6 +135,10 @@ class Report:
             "outcome": (sum(x.kube.outcome == x.ours.outcome for x in c), len(c)),
             "feasible set": (sum(set(x.kube.feasible) == set(x.ours.feasible) for x in c), len(c)),
             "message": (sum(x.kube.message == x.ours.message for x in both_failed), len(both_failed)),
+            "message, known aside": (
+                sum(x.kube.message == x.ours.message or bool(x.known) for x in both_failed),
+                len(both_failed),
+            ),
             "node among best": (sum(x.kube.node in x.ours.best for x in both_bound), len(both_bound)),
             "same node": (sum(x.kube.node == x.ours.node for x in both_bound), len(both_bound)),
             "unique best, same node": (
@@ -234,9 +241,23 @@ class _Driver:
             path = f"/api/v1/namespaces/{pod['metadata']['namespace']}/pods"
             cp.api("POST", path, pod)
             cp.api("PATCH", f"{path}/{pod['metadata']['name']}/status", status)
+            if pod["metadata"]["name"] in sc.terminating:  # held by its finalizer: counted, and terminating
+                cp.api("DELETE", f"{path}/{pod['metadata']['name']}")
+        for svc in sc.services:
+            cp.api("POST", f"/api/v1/namespaces/{svc['metadata']['namespace']}/services", svc)
 
     def cleanup(self) -> None:
         cp, sc = self.cp, self.sc
+        for pod, _ in sc.bound:
+            if pod["metadata"]["name"] in sc.terminating:
+                meta = pod["metadata"]
+                path = f"/api/v1/namespaces/{meta['namespace']}/pods/{meta['name']}"
+                with contextlib.suppress(ApiError):  # gone already (a preemption's victim)
+                    cp.api("PATCH", path, {"metadata": {"finalizers": None}})
+        for svc in sc.services:
+            meta = svc["metadata"]
+            with contextlib.suppress(ApiError):
+                cp.api("DELETE", f"/api/v1/namespaces/{meta['namespace']}/services/{meta['name']}")
         for ns in sc.namespaces:
             cp.delete_namespace(ns["metadata"]["name"])
         for manifest, _ in sc.nodes:
@@ -252,12 +273,16 @@ class _Driver:
                     if err.status != 404:
                         raise
 
-    def snapshot(self) -> tuple[list[Any], list[Any], list[Any]]:
-        nodes = self.cp.api("GET", "/api/v1/nodes")["items"]
-        selector = {"fieldSelector": "status.phase!=Succeeded,status.phase!=Failed"}
-        pods = self.cp.api("GET", "/api/v1/pods", params=selector)["items"]
-        namespaces = self.cp.api("GET", "/api/v1/namespaces")["items"]
-        return nodes, pods, namespaces
+    def snapshot(self) -> dict[str, list[Any]]:
+        """What kube-scheduler watches, as it sees it: nodes, unfinished pods, namespaces, Services."""
+        api = self.cp.api
+        unfinished = {"fieldSelector": "status.phase!=Succeeded,status.phase!=Failed"}
+        return {
+            "nodes": api("GET", "/api/v1/nodes")["items"],
+            "pods": api("GET", "/api/v1/pods", params=unfinished)["items"],
+            "namespaces": api("GET", "/api/v1/namespaces")["items"],
+            "services": api("GET", "/api/v1/services")["items"],
+        }
 
     def one(self, manifest: dict[str, Any]) -> Case:
         cp = self.cp
@@ -266,11 +291,11 @@ class _Driver:
         gated = {**manifest, "spec": {**manifest["spec"], "schedulingGates": [{"name": GATE}]}}
         created = cp.api("POST", path, gated)
         uid = created["metadata"]["uid"]
-        nodes, pods, namespaces = self.snapshot()
-        for pod in pods:
+        snapshot = self.snapshot()
+        for pod in snapshot["pods"]:
             if pod["metadata"]["uid"] == uid:
                 pod["spec"].pop("schedulingGates", None)
-        decided = self.decide(self.sc.scheduler_name, nodes, pods, namespaces)
+        decided = self.decide(self.sc.scheduler_name, snapshot)
         ours = Answer(
             "bound" if decided.node else "nominated" if decided.nominated else "unschedulable",
             decided.node,
@@ -283,6 +308,7 @@ class _Driver:
         cp.api("PATCH", f"{path}/{pod_name}", {"spec": {"schedulingGates": None}})
         kube = self.kube_answer(path, pod_name, uid, ours.victims)
         case = Case(self.sc.seed, f"{ns}/{pod_name}", manifest, kube, ours, compare(kube, ours))
+        case.full_nodes = not self.extender.node_cache_capable
         case.known = [k.id for k in self.known if case.differences and k.applies(case)]
         return case
 
@@ -326,9 +352,10 @@ class _Driver:
         self.cp.api("PATCH", f"{path}/{name}/status", status)
 
     def evict_victims(self, expected: tuple[str, ...]) -> tuple[str, ...]:
-        """The pods kube-scheduler's preemption is deleting (without a kubelet they stay terminating, so its
-        first answer can be read): waited for until they are the ``expected`` ones or for 2 s after the first
-        (its deletions run in parallel), named, then deleted for good so the preemptor binds."""
+        """The pods kube-scheduler's preemption marks (condition DisruptionTarget, before it deletes them;
+        without a kubelet they stay terminating, so its first answer can be read): waited for until they are
+        the ``expected`` ones or for 2 s after the first (it marks them in parallel), then deleted for good
+        (finalizers cleared) so that the preemptor binds."""
         deadline = time.monotonic() + self.timeout
         first: float | None = None
         while True:
@@ -336,7 +363,7 @@ class _Driver:
                 p
                 for ns in self.sc.namespaces
                 for p in self.cp.api("GET", f"/api/v1/namespaces/{ns['metadata']['name']}/pods")["items"]
-                if p["metadata"].get("deletionTimestamp")
+                if any(c["type"] == "DisruptionTarget" for c in p.get("status", {}).get("conditions") or [])
             ]
             names = tuple(sorted(f"{p['metadata']['namespace']}/{p['metadata']['name']}" for p in victims))
             now = time.monotonic()
@@ -346,12 +373,9 @@ class _Driver:
                 break
             time.sleep(0.02)
         for p in victims:
-            meta = p["metadata"]
-            try:
-                self.cp.api(
-                    "DELETE", f"/api/v1/namespaces/{meta['namespace']}/pods/{meta['name']}", {"gracePeriodSeconds": 0}
-                )
-            except ApiError as err:
-                if err.status != 404:
-                    raise
-        return tuple(sorted(f"{p['metadata']['namespace']}/{p['metadata']['name']}" for p in victims))
+            path = f"/api/v1/namespaces/{p['metadata']['namespace']}/pods/{p['metadata']['name']}"
+            with contextlib.suppress(ApiError):  # gone already
+                if p["metadata"].get("finalizers"):
+                    self.cp.api("PATCH", path, {"metadata": {"finalizers": None}})
+                self.cp.api("DELETE", path, {"gracePeriodSeconds": 0})
+        return names

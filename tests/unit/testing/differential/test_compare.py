@@ -17,8 +17,9 @@ def failed(message: str = MSG + PRE) -> Answer:
     return Answer("unschedulable", None, None, message, ())
 
 
-def case(kube: Answer, ours: Answer) -> Case:
+def case(kube: Answer, ours: Answer, full_nodes: bool = False) -> Case:
     c = Case(1, "ns/p", {"metadata": {"namespace": "ns", "labels": {}}, "spec": {}}, kube, ours, compare(kube, ours))
+    c.full_nodes = full_nodes
     c.known = [k.id for k in KNOWN if c.differences and k.applies(c)]
     return c
 
@@ -50,6 +51,13 @@ def test_the_dra_post_filter_reason_is_known_and_nothing_else_with_it() -> None:
     assert case(failed(dra), failed()).known == ["dra-postfilter-message"]
     assert case(failed(dra), failed(MSG + " other," + PRE)).known == []
     assert case(bound("a"), failed()).known == []
+
+
+def test_another_placement_is_known_only_with_an_extender_of_whole_nodes() -> None:
+    kube, ours = bound("b"), bound("a", best=("a",))
+    assert case(kube, ours, full_nodes=True).known == ["extender-full-nodes-scores"]
+    assert case(kube, ours, full_nodes=False).known == []
+    assert case(bound("b", ("b",)), ours, full_nodes=True).known == []  # the feasible set must still agree
 
 
 def test_the_report_counts_unexplained_cases_and_prints_every_figure() -> None:
