@@ -8,15 +8,18 @@ seed, the pod and both answers (rerun it with `benchmarks/differential.py --seed
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Mapping
+
 import pytest
 
-from kubesched.scheduler.memory import snapshot_decider
+from kubesched.scheduler.memory import Decision, snapshot_decider
 from kubesched.testing.controlplane import ControlPlane
 from kubesched.testing.differential.generate import Knobs
-from kubesched.testing.differential.runner import run
+from kubesched.testing.differential.runner import Objects, run
 
-SEEDS = (101, 202, 303)
-PODS = 25
+SEEDS = (101, 202, 303, 404)
+PODS = 30
 
 
 @pytest.mark.controlplane
@@ -38,3 +41,17 @@ def test_kubesched_agrees_with_kube_scheduler(control_plane: ControlPlane, node_
     assert figures["pods"][0] == len(seeds) * PODS
     assert figures["node among best"][1] > 0 and figures["message"][1] > 0
     assert any(case.kube.feasible for case in report.cases)
+
+
+@pytest.mark.controlplane
+def test_a_decider_that_drops_a_feasible_node_is_caught(control_plane: ControlPlane) -> None:
+    """The comparison can fail: a kubesched that loses the last feasible node of each pod disagrees."""
+    honest = snapshot_decider({"percentageOfNodesToScore": 100})
+
+    def lossy(name: str, snapshot: Mapping[str, Objects]) -> Decision:
+        got = honest(name, snapshot)
+        return dataclasses.replace(got, feasible=got.feasible[:-1])
+
+    report = run(control_plane, [7], lossy, knobs=Knobs(pending=8))
+    assert report.unexplained() and all("feasible" in c.differences for c in report.unexplained())
+    assert "feasible" in report.unexplained()[0].describe()

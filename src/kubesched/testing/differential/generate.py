@@ -249,7 +249,9 @@ class _Gen:
                 inits.insert(r.randint(0, len(inits)), side)
             spec["initContainers"] = inits
         if r.random() < 0.05:  # pod-level resources (PodLevelResources, on by default since v1.34)
-            spec["resources"] = {"requests": {"cpu": r.choice(("4", "5")), "memory": r.choice(("5Gi", "6Gi"))}}  # >= containers
+            spec["resources"] = {
+                "requests": {"cpu": r.choice(("4", "5")), "memory": r.choice(("5Gi", "6Gi"))}
+            }  # >= containers
         if r.random() < 0.15:
             spec["runtimeClassName"] = f"{self.prefix}-rc"
         if r.random() < 0.5:

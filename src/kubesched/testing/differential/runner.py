@@ -235,6 +235,9 @@ class _Driver:
             cp.api("POST", "/apis/scheduling.k8s.io/v1/priorityclasses", pc)
         for rc in sc.runtime_classes:
             cp.api("POST", "/apis/node.k8s.io/v1/runtimeclasses", rc)
+        # Other kinds than pods first: kube-scheduler watches each kind apart, and the pods come last.
+        for svc in sc.services:
+            cp.api("POST", f"/api/v1/namespaces/{svc['metadata']['namespace']}/services", svc)
         for manifest, status in sc.nodes:
             cp.create_node_object(manifest, status)
         for pod, status in sc.bound:
@@ -243,8 +246,6 @@ class _Driver:
             cp.api("PATCH", f"{path}/{pod['metadata']['name']}/status", status)
             if pod["metadata"]["name"] in sc.terminating:  # held by its finalizer: counted, and terminating
                 cp.api("DELETE", f"{path}/{pod['metadata']['name']}")
-        for svc in sc.services:
-            cp.api("POST", f"/api/v1/namespaces/{svc['metadata']['namespace']}/services", svc)
 
     def cleanup(self) -> None:
         cp, sc = self.cp, self.sc
