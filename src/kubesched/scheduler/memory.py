@@ -280,7 +280,7 @@ async def decide(
 
 def decode_snapshot(snapshot: Mapping[str, Sequence[Mapping[str, Any]]]) -> Snapshot:
     """Objects as the API server lists them (already defaulted), by kind (``nodes``, ``pods``, ``namespaces``,
-    ``services``; each optional), as the wire models and the Services' selectors."""
+    ``services``, ``pdbs``; each optional), as the wire models and the Services' selectors."""
     workloads = Workloads()
     workloads.services.replace([msgspec.convert(s, Service) for s in snapshot.get("services", ())])
     return Snapshot(
@@ -288,6 +288,7 @@ def decode_snapshot(snapshot: Mapping[str, Sequence[Mapping[str, Any]]]) -> Snap
         [msgspec.convert(p, Pod) for p in snapshot.get("pods", ())],
         [msgspec.convert(n, Namespace) for n in snapshot.get("namespaces", ())],
         workloads,
+        [msgspec.convert(b, PodDisruptionBudget) for b in snapshot.get("pdbs", ())],
     )
 
 
@@ -299,6 +300,7 @@ class Snapshot:
     pods: list[Pod]
     namespaces: list[Namespace]
     workloads: Workloads = field(default_factory=Workloads)
+    pdbs: list[PodDisruptionBudget] = field(default_factory=list)
 
 
 SnapshotDecider = Callable[[str, Mapping[str, Sequence[Mapping[str, Any]]]], Decision]
@@ -324,7 +326,9 @@ def snapshot_decider(config: Mapping[str, Any] | None = None) -> SnapshotDecider
         got = decode_snapshot(snapshot)
         build = loaded[name].build
         return asyncio.run(
-            decide(build, got.nodes, got.pods, got.namespaces, default_selector=got.workloads.default_selector)
+            decide(
+                build, got.nodes, got.pods, got.namespaces, got.pdbs, default_selector=got.workloads.default_selector
+            )
         )
 
     return run

@@ -64,6 +64,7 @@ class Scenario:
     bound: list[tuple[Manifest, Manifest]] = field(default_factory=list)
     terminating: list[str] = field(default_factory=list)  # bound pods held by a finalizer, then deleted
     services: list[Manifest] = field(default_factory=list)  # selectors for PodTopologySpread's default spreading
+    pdbs: list[tuple[Manifest, Manifest]] = field(default_factory=list)  # with the status no controller writes here
     pending: list[Manifest] = field(default_factory=list)
 
 
@@ -107,6 +108,8 @@ class _Gen:
                 self.out.bound[-1][0]["metadata"]["finalizers"] = [FINALIZER]
                 self.out.terminating.append(self.out.bound[-1][0]["metadata"]["name"])
         for ns in self.ns_names:
+            if self.r.random() < 0.5:
+                self.out.pdbs.append(self.pdb(ns))
             if self.r.random() < 0.5:
                 self.out.services.append(
                     {
@@ -187,6 +190,17 @@ class _Gen:
         manifest = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": labels}, "spec": spec}
         return manifest, {"status": status}
 
+    def pdb(self, ns: str) -> tuple[Manifest, Manifest]:
+        allowed = self.r.randint(0, 1)
+        manifest = {
+            "apiVersion": "policy/v1",
+            "kind": "PodDisruptionBudget",
+            "metadata": {"name": f"{ns}-pdb", "namespace": ns},
+            "spec": {"selector": {"matchLabels": {"app": self.r.choice(APPS)}}, "maxUnavailable": 1},
+        }
+        status = {"currentHealthy": 2, "desiredHealthy": 2 - allowed, "expectedPods": 2, "disruptionsAllowed": allowed}
+        return manifest, {"status": {**status, "observedGeneration": 1}}
+
     # ---- pods ---------------------------------------------------------------------------------------
 
     def _resources(self, small: bool = False) -> Manifest:
@@ -254,6 +268,9 @@ class _Gen:
             }  # >= containers
         if r.random() < 0.15:
             spec["runtimeClassName"] = f"{self.prefix}-rc"
+        if r.random() < 0.05:  # host network: the API server sets each port's hostPort to its containerPort
+            spec["hostNetwork"] = True
+            spec["containers"][0]["ports"] = [{"containerPort": self.r.choice(PORTS)}]
         if r.random() < 0.5:
             spec["priorityClassName"] = r.choice(self.classes)
         meta = {

@@ -238,6 +238,10 @@ class _Driver:
         # Other kinds than pods first: kube-scheduler watches each kind apart, and the pods come last.
         for svc in sc.services:
             cp.api("POST", f"/api/v1/namespaces/{svc['metadata']['namespace']}/services", svc)
+        for pdb, status in sc.pdbs:
+            path = f"/apis/policy/v1/namespaces/{pdb['metadata']['namespace']}/poddisruptionbudgets"
+            cp.api("POST", path, pdb)
+            cp.api("PATCH", f"{path}/{pdb['metadata']['name']}/status", status)
         for manifest, status in sc.nodes:
             cp.create_node_object(manifest, status)
         for pod, status in sc.bound:
@@ -259,6 +263,10 @@ class _Driver:
             meta = svc["metadata"]
             with contextlib.suppress(ApiError):
                 cp.api("DELETE", f"/api/v1/namespaces/{meta['namespace']}/services/{meta['name']}")
+        for pdb, _ in sc.pdbs:
+            meta = pdb["metadata"]
+            with contextlib.suppress(ApiError):
+                cp.api("DELETE", f"/apis/policy/v1/namespaces/{meta['namespace']}/poddisruptionbudgets/{meta['name']}")
         for ns in sc.namespaces:
             cp.delete_namespace(ns["metadata"]["name"])
         for manifest, _ in sc.nodes:
@@ -275,7 +283,7 @@ class _Driver:
                         raise
 
     def snapshot(self) -> dict[str, list[Any]]:
-        """What kube-scheduler watches, as it sees it: nodes, unfinished pods, namespaces, Services."""
+        """What kube-scheduler watches, as it sees it: nodes, unfinished pods, namespaces, Services, PDBs."""
         api = self.cp.api
         unfinished = {"fieldSelector": "status.phase!=Succeeded,status.phase!=Failed"}
         return {
@@ -283,6 +291,7 @@ class _Driver:
             "pods": api("GET", "/api/v1/pods", params=unfinished)["items"],
             "namespaces": api("GET", "/api/v1/namespaces")["items"],
             "services": api("GET", "/api/v1/services")["items"],
+            "pdbs": api("GET", "/apis/policy/v1/poddisruptionbudgets")["items"],
         }
 
     def one(self, manifest: dict[str, Any]) -> Case:
@@ -297,6 +306,11 @@ class _Driver:
             if pod["metadata"]["uid"] == uid:
                 pod["spec"].pop("schedulingGates", None)
         decided = self.decide(self.sc.scheduler_name, snapshot)
+        terminating = {
+            f"{p['metadata']['namespace']}/{p['metadata']['name']}"
+            for p in snapshot["pods"]
+            if p["metadata"].get("deletionTimestamp")
+        }
         ours = Answer(
             "bound" if decided.node else "nominated" if decided.nominated else "unschedulable",
             decided.node,
@@ -304,7 +318,8 @@ class _Driver:
             decided.message,
             tuple(sorted(decided.feasible)),
             tuple(sorted(decided.best)),
-            tuple(sorted(decided.victims)),
+            # kube-scheduler makes no call for a victim already terminating: only the others can be compared.
+            tuple(sorted(v for v in decided.victims if v not in terminating)),
         )
         cp.api("PATCH", f"{path}/{pod_name}", {"spec": {"schedulingGates": None}})
         kube = self.kube_answer(path, pod_name, uid, ours.victims)
@@ -354,9 +369,10 @@ class _Driver:
 
     def evict_victims(self, expected: tuple[str, ...]) -> tuple[str, ...]:
         """The pods kube-scheduler's preemption marks (condition DisruptionTarget, before it deletes them;
-        without a kubelet they stay terminating, so its first answer can be read): waited for until they are
-        the ``expected`` ones or for 2 s after the first (it marks them in parallel), then deleted for good
-        (finalizers cleared) so that the preemptor binds."""
+        without a kubelet they stay terminating, so its first answer can be read; a victim terminating already
+        gets no call, so it cannot be seen): waited for until they are the ``expected`` ones or for 2 s after
+        the first (it marks them in parallel), then deleted for good (finalizers cleared) so that the preemptor
+        binds. The pods that were terminating before stay so."""
         deadline = time.monotonic() + self.timeout
         first: float | None = None
         while True:
