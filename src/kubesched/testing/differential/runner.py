@@ -306,11 +306,6 @@ class _Driver:
             if pod["metadata"]["uid"] == uid:
                 pod["spec"].pop("schedulingGates", None)
         decided = self.decide(self.sc.scheduler_name, snapshot)
-        terminating = {
-            f"{p['metadata']['namespace']}/{p['metadata']['name']}"
-            for p in snapshot["pods"]
-            if p["metadata"].get("deletionTimestamp")
-        }
         ours = Answer(
             "bound" if decided.node else "nominated" if decided.nominated else "unschedulable",
             decided.node,
@@ -318,8 +313,7 @@ class _Driver:
             decided.message,
             tuple(sorted(decided.feasible)),
             tuple(sorted(decided.best)),
-            # kube-scheduler makes no call for a victim already terminating: only the others can be compared.
-            tuple(sorted(v for v in decided.victims if v not in terminating)),
+            tuple(sorted(decided.victims)),
         )
         cp.api("PATCH", f"{path}/{pod_name}", {"spec": {"schedulingGates": None}})
         kube = self.kube_answer(path, pod_name, uid, ours.victims)
@@ -370,7 +364,7 @@ class _Driver:
     def evict_victims(self, expected: tuple[str, ...]) -> tuple[str, ...]:
         """The pods kube-scheduler's preemption marks (condition DisruptionTarget, before it deletes them;
         without a kubelet they stay terminating, so its first answer can be read; a victim terminating already
-        gets no call, so it cannot be seen): waited for until they are the ``expected`` ones or for 2 s after
+        gets no call, and is no victim here, as kubesched's `evict` skips it too): waited for until they are the ``expected`` ones or for 2 s after
         the first (it marks them in parallel), then deleted for good (finalizers cleared) so that the preemptor
         binds. The pods that were terminating before stay so."""
         deadline = time.monotonic() + self.timeout
