@@ -15,7 +15,7 @@ import time
 from kubesched.scheduler.memory import snapshot_decider
 from kubesched.testing.controlplane import ControlPlane
 from kubesched.testing.differential.generate import Knobs
-from kubesched.testing.differential.runner import Case, run
+from kubesched.testing.differential.runner import Case, Report, run
 
 
 def seeds(text: str) -> list[int]:
@@ -38,17 +38,21 @@ def main() -> int:
             print(case.describe(), flush=True)
 
     began = time.monotonic()
-    with ControlPlane() as cp:
-        report = run(
-            cp,
-            args.seeds,
-            snapshot_decider({"percentageOfNodesToScore": 100}),
-            knobs=Knobs(pending=args.pods),
-            node_cache_capable=not args.names,
-            progress=show,
-        )
-    print(f"\n{len(args.seeds)} seeds x {args.pods} pods in {time.monotonic() - began:.0f}s")
-    print(report.table())
+    report = Report()
+    try:
+        with ControlPlane() as cp:
+            run(
+                cp,
+                args.seeds,
+                snapshot_decider({"percentageOfNodesToScore": 100}),
+                knobs=Knobs(pending=args.pods),
+                node_cache_capable=not args.names,
+                progress=show,
+                report=report,
+            )
+    finally:  # the figures so far, also when the run breaks off
+        print(f"\n{len(report.cases)} pods of {len(args.seeds)} seeds x {args.pods} in {time.monotonic() - began:.0f}s")
+        print(report.table())
     return 1 if report.unexplained() else 0
 
 

@@ -184,11 +184,13 @@ def run(
     node_cache_capable: bool = True,
     timeout: float = 30.0,
     progress: Callable[[Case], None] | None = None,
+    report: Report | None = None,
 ) -> Report:
-    """Every seed's scenario through kube-scheduler (started here, stopped at the end) and ``decide``."""
+    """Every seed's scenario through kube-scheduler (started here, stopped at the end) and ``decide``; the
+    cases go to ``report`` (a new one by default), so a caller keeps those of a run that failed midway."""
     run_id = "d" + uuid.uuid4().hex[:6]
     name = f"diff-{run_id}"
-    report = Report()
+    report = report if report is not None else Report()
     with PassThroughExtender(node_cache_capable) as extender:
         sched = cp.start_scheduler(scheduler_config(name, extender), name=f"kube-scheduler-{run_id}")
         try:
