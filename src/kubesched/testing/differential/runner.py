@@ -366,9 +366,9 @@ class _Driver:
     def evict_victims(self, expected: tuple[str, ...]) -> tuple[str, ...]:
         """The pods kube-scheduler's preemption marks (condition DisruptionTarget, before it deletes them;
         without a kubelet they stay terminating, so its first answer can be read; a victim terminating already
-        gets no call, and is no victim here, as kubesched's `evict` skips it too): waited for until they are the ``expected`` ones or for 2 s after
-        the first (it marks them in parallel), then deleted for good (finalizers cleared) so that the preemptor
-        binds. The pods that were terminating before stay so."""
+        gets no call, as from kubesched's `evict`): waited for until they are the ``expected`` ones or for 2 s
+        after the first (it marks them in parallel), then deleted for good (finalizers cleared) so that the
+        preemptor binds."""
         deadline = time.monotonic() + self.timeout
         first: float | None = None
         while True:
