@@ -16,16 +16,10 @@ import random
 from dataclasses import dataclass, field
 from typing import Any
 
+from kubesched.testing.differential.constraints import Constraints
+from kubesched.testing.differential.names import APPS, CORES, DISK, GPU, HOST, RACK, TAINT_KEYS, ZONE
+
 PAUSE = "registry.k8s.io/pause:3.10"
-GPU = "example.com/gpu"
-ZONE = "topology.kubernetes.io/zone"
-HOST = "kubernetes.io/hostname"
-RACK = "example.com/rack"
-CORES = "example.com/cores"  # a number, for Gt/Lt
-DISK = "disktype"
-TOPOLOGY_KEYS = (ZONE, HOST, RACK)
-APPS = ("web", "db", "cache")
-TAINT_KEYS = ("dedicated", "gpu", "maintenance")
 PORTS = (8080, 9090)
 FINALIZER = "example.com/differential-hold"
 # Images with their sizes: nodes report some, pods run them (ImageLocality scores by them).
@@ -86,6 +80,7 @@ class _Gen:
         self.ns_labels: dict[str, dict[str, str]] = {}
         self.node_names: list[str] = []
         self.classes: list[str] = []
+        self.c = Constraints(rng, prefix, self.node_names, self.ns_names)  # fills as the lists do
         self.count = 0
 
     def scenario(self) -> Scenario:
@@ -320,132 +315,22 @@ class _Gen:
         pod = self._pod("p")
         spec = pod["spec"]
         if r.random() < 0.25:
-            spec["nodeSelector"] = self._node_selector()
+            spec["nodeSelector"] = self.c.node_selector()
         affinity: Manifest = {}
         if r.random() < 0.35:
-            affinity["nodeAffinity"] = self._node_affinity()
+            affinity["nodeAffinity"] = self.c.node_affinity()
         if r.random() < 0.3:
-            affinity["podAffinity"] = self._pod_affinity(pod)
+            affinity["podAffinity"] = self.c.pod_affinity(pod)
         if r.random() < 0.3:
-            affinity["podAntiAffinity"] = self._pod_affinity(pod)
+            affinity["podAntiAffinity"] = self.c.pod_affinity(pod)
         if affinity:
             spec["affinity"] = affinity
         if r.random() < 0.4:
-            spec["tolerations"] = [self._toleration() for _ in range(r.randint(1, 2))]
+            spec["tolerations"] = [self.c.toleration() for _ in range(r.randint(1, 2))]
         if r.random() < 0.35:
             constraints: dict[tuple[str, str], Manifest] = {}
             for _ in range(r.randint(1, 2)):  # the API allows one per topologyKey and whenUnsatisfiable
-                c = self._spread(pod)
+                c = self.c.spread(pod)
                 constraints.setdefault((c["topologyKey"], c["whenUnsatisfiable"]), c)
             spec["topologySpreadConstraints"] = list(constraints.values())
         return pod
-
-    def _node_selector(self) -> dict[str, str]:
-        r = self.r
-        key = r.choice((ZONE, DISK, RACK, HOST))
-        value = {ZONE: ("z1", "z2", "z3"), DISK: ("ssd", "hdd"), RACK: ("r1", "r2"), HOST: tuple(self.node_names)}[key]
-        return {key: r.choice(value)}
-
-    def _expression(self) -> Manifest:
-        r = self.r
-        op = r.choice(("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"))
-        if op in ("Gt", "Lt"):
-            return {"key": CORES, "operator": op, "values": [r.choice(("4", "8", "12"))]}
-        key = r.choice((ZONE, DISK, RACK))
-        values = {ZONE: ["z1", "z2", "z3"], DISK: ["ssd", "hdd"], RACK: ["r1", "r2"]}[key]
-        if op in ("Exists", "DoesNotExist"):
-            return {"key": key, "operator": op}
-        return {"key": key, "operator": op, "values": r.sample(values, r.randint(1, 2))}
-
-    def _term(self) -> Manifest:
-        r = self.r
-        term: Manifest = {"matchExpressions": [self._expression() for _ in range(r.randint(1, 2))]}
-        if r.random() < 0.15:
-            term["matchFields"] = [
-                {"key": "metadata.name", "operator": r.choice(("In", "NotIn")), "values": [r.choice(self.node_names)]}
-            ]
-        return term
-
-    def _node_affinity(self) -> Manifest:
-        r = self.r
-        out: Manifest = {}
-        if r.random() < 0.7:
-            terms = [self._term() for _ in range(r.randint(1, 2))]
-            out["requiredDuringSchedulingIgnoredDuringExecution"] = {"nodeSelectorTerms": terms}
-        if r.random() < 0.6 or not out:
-            out["preferredDuringSchedulingIgnoredDuringExecution"] = [
-                {"weight": r.randint(1, 100), "preference": self._term()} for _ in range(r.randint(1, 2))
-            ]
-        return out
-
-    def _toleration(self) -> Manifest:
-        r = self.r
-        if r.random() < 0.1:
-            return {"operator": "Exists"}
-        tol: Manifest = {"key": r.choice(TAINT_KEYS)}
-        if r.random() < 0.5:
-            tol["operator"] = "Exists"
-        else:
-            tol["operator"] = "Equal"
-            tol["value"] = r.choice(("x", "y"))
-        if r.random() < 0.7:
-            tol["effect"] = r.choice(("NoSchedule", "NoExecute", "PreferNoSchedule"))
-            if tol["effect"] == "NoExecute" and r.random() < 0.5:
-                tol["tolerationSeconds"] = 300
-        return tol
-
-    def _selector(self) -> Manifest:
-        r = self.r
-        if r.random() < 0.6:
-            return {"matchLabels": {"app": r.choice(APPS)}}
-        op = r.choice(("In", "NotIn", "Exists"))
-        expr: Manifest = {"key": r.choice(("app", "tier")), "operator": op}
-        if op != "Exists":
-            expr["values"] = r.sample(["web", "db", "cache", "fe", "be"], 2)
-        return {"matchExpressions": [expr]}
-
-    def _affinity_term(self, pod: Manifest) -> Manifest:
-        r = self.r
-        term: Manifest = {"labelSelector": self._selector(), "topologyKey": r.choice(TOPOLOGY_KEYS)}
-        which = r.random()
-        if which < 0.25:
-            term["namespaces"] = r.sample(self.ns_names, r.randint(1, 2))
-        elif which < 0.45:
-            term["namespaceSelector"] = {"matchLabels": {"team": r.choice(("a", "b"))}}
-        elif which < 0.55:
-            term["namespaceSelector"] = {"matchLabels": {f"{self.prefix}-diff": "yes"}}  # all of the scenario's
-        elif which < 0.6:
-            term["namespaceSelector"] = {"matchLabels": {"team": r.choice(("a", "b"))}}  # with namespaces: either
-            term["namespaces"] = [r.choice(self.ns_names)]
-        if r.random() < 0.15 and "version" in pod["metadata"]["labels"]:
-            term["matchLabelKeys"] = ["version"]
-        return term
-
-    def _pod_affinity(self, pod: Manifest) -> Manifest:
-        r = self.r
-        out: Manifest = {}
-        if r.random() < 0.6:
-            out["requiredDuringSchedulingIgnoredDuringExecution"] = [self._affinity_term(pod)]
-        if r.random() < 0.6 or not out:
-            out["preferredDuringSchedulingIgnoredDuringExecution"] = [
-                {"weight": r.randint(1, 100), "podAffinityTerm": self._affinity_term(pod)}
-            ]
-        return out
-
-    def _spread(self, pod: Manifest) -> Manifest:
-        r = self.r
-        c: Manifest = {
-            "maxSkew": r.randint(1, 2),
-            "topologyKey": r.choice(TOPOLOGY_KEYS),
-            "whenUnsatisfiable": r.choice(("DoNotSchedule", "ScheduleAnyway")),
-            "labelSelector": {"matchLabels": {"app": pod["metadata"]["labels"]["app"]}},
-        }
-        if c["whenUnsatisfiable"] == "DoNotSchedule" and r.random() < 0.3:
-            c["minDomains"] = r.randint(2, 4)
-        if r.random() < 0.3:
-            c["nodeAffinityPolicy"] = r.choice(("Honor", "Ignore"))
-        if r.random() < 0.3:
-            c["nodeTaintsPolicy"] = r.choice(("Honor", "Ignore"))
-        if r.random() < 0.2 and "tier" in pod["metadata"]["labels"]:
-            c["matchLabelKeys"] = ["tier"]
-        return c
