@@ -3,7 +3,7 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
-.PHONY: setup run serve-extender test lint build-control-plane build-helm bench bench-compare clean
+.PHONY: setup run serve-extender test lint build-control-plane build-helm bench bench-compare diff clean
 
 
 $(STAMP): pyproject.toml
@@ -44,6 +44,12 @@ bench: setup
 # Before/after in one run: make bench-compare REF=<git ref>
 bench-compare: setup
 	$(BIN)/python benchmarks/side_by_side.py $(REF)
+
+# The differential run against kube-scheduler, larger than the test's: make diff SEEDS=0-19 PODS=30
+SEEDS ?= 0-19
+PODS ?= 30
+diff: setup build-control-plane
+	$(BIN)/python benchmarks/differential.py --seeds $(SEEDS) --pods $(PODS)
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache

@@ -377,7 +377,7 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin):
         return await self.evict(state, pod)
 
     async def evict(self, state: CycleState, pod: PodInfo) -> Status:
-        """Preempt the victims chosen by `post_filter` (concurrently).
+        """Preempt the victims chosen by `post_filter` (concurrently), but those already terminating.
 
         The pod's own nomination is not written here: the scheduler's failure report carries it (one
         status patch with the PodScheduled condition, as kube-scheduler's handleSchedulingFailure).
@@ -391,8 +391,11 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin):
         self._evicting.add(pod.uid)
         try:
             await self._clear_lower_nominations(cluster, pod, chosen.node)
+            # A victim whose graceful deletion has started gets no call (no condition, no second DELETE, no
+            # event), as kube-scheduler's prepareCandidate: it is leaving anyway.
+            staying = [v for v in chosen.victims if v.pod.metadata.deletion_timestamp is None]
             results = await asyncio.gather(
-                *(cluster.evict(v, pod, chosen.node) for v in chosen.victims), return_exceptions=True
+                *(cluster.evict(v, pod, chosen.node) for v in staying), return_exceptions=True
             )
             for result in results:
                 if isinstance(result, ClusterAPIError):

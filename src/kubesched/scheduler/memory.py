@@ -4,27 +4,39 @@
 feeds them to the scheduler through the event methods the API watch uses, binds in memory (the bound
 pod comes back as a pod update, as from a watch), evicts by deleting, and records events. Time is a
 manual clock that jumps over backoff waits, so the run ends as soon as nothing more can happen.
+`decide` runs one pending pod of a snapshot the same way and says also which nodes pass Filter and which
+score best (the differential test against kube-scheduler, `kubesched.testing.differential`).
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping, Sequence
-from typing import ClassVar
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
 
 import msgspec
 
-from kubesched.api.core import Namespace, Node, Pod
+from kubesched.api.core import Namespace, Node, Pod, Service
 from kubesched.api.policy_v1 import PodDisruptionBudget
+from kubesched.cluster.cache import ClusterCache
 from kubesched.cluster.objects import ClusterObjects
 from kubesched.cluster.resources import ResourceObjects
 from kubesched.cluster.volumes import VolumeObjects
+from kubesched.cluster.workloads import Workloads
 from kubesched.config.model import DEFAULT_SCHEDULER_NAME
+from kubesched.config.profiles import parse
 from kubesched.core.podinfo import PodInfo
-from kubesched.framework.interfaces import AlreadyAssignedError, ClusterAPIError
+from kubesched.framework.diagnosis import Diagnosis
+from kubesched.framework.handle import DefaultSelector
+from kubesched.framework.interfaces import AlreadyAssignedError, ClusterAPIError, CycleState, Handle, NodeBatch
+from kubesched.scheduler.engine import search
+from kubesched.scheduler.engine.built import Built
+from kubesched.scheduler.engine.extenders import NoExtenders
 from kubesched.scheduler.engine.queue import ManualClock
 from kubesched.scheduler.engine.scheduler import Scheduler
 from kubesched.scheduler.engine.state import Placement
+from kubesched.scheduler.profiles.manager import Loaded, load
 
 
 class Event(msgspec.Struct, frozen=True):
@@ -214,3 +226,121 @@ async def run_until_settled(scheduler: Scheduler, clock: ManualClock, max_cycles
         clock.advance_to(expiry)
     await scheduler.drain()
     return cycles
+
+
+@dataclass(frozen=True)
+class Decision:
+    """One pending pod decided on a snapshot: where it went (or the nomination and the FailedScheduling
+    message), every node that passes Filter, and the feasible nodes of the highest score (ties)."""
+
+    node: str | None
+    nominated: str | None
+    message: str
+    feasible: tuple[str, ...]
+    best: tuple[str, ...]
+    victims: tuple[str, ...]
+
+
+async def decide(
+    build: Callable[[Callable[[str], Handle]], Built],
+    nodes: Sequence[Node],
+    pods: Sequence[Pod],
+    namespaces: Sequence[Namespace] = (),
+    pdbs: Sequence[PodDisruptionBudget] = (),
+    default_selector: DefaultSelector | None = None,
+) -> Decision:
+    """The one pending pod of ``pods`` through a fresh scheduler on these objects, as `--cluster` would
+    schedule it (its first attempt: preemption nominates, the victims are evicted); the feasible set is
+    Filter over every node and the best set the scores of the full cycle, both before the attempt."""
+    cluster = MemoryCluster(nodes, pods, pdbs, namespaces)
+    scheduler = Scheduler(
+        ClusterCache(), cluster, build, clock=ManualClock(), batching=False, default_selector=default_selector
+    )
+    cluster.attach(scheduler)
+    entry = scheduler.queue.pop()
+    if entry is None:
+        raise ValueError("no pending pod of a configured profile in the snapshot")
+    profile = scheduler.built.profiles[entry.profile]
+    fw, pod, table = profile.framework, entry.info, scheduler.cache.table
+    state = CycleState()
+    pre = fw.run_pre_filter(state, pod, table)
+    feasible: list[str] = []
+    best: list[str] = []
+    if not pre.status.rejected and len(table):
+        rows, _ = search.find(profile, state, pod, table, pre, Diagnosis(), NoExtenders(), 100, 0)
+        feasible = table.name_array()[rows].tolist()
+        if len(rows) > 1:
+            batch = NodeBatch(table, rows)
+            fw.run_pre_score(state, pod, batch)
+            totals, _ = fw.weigh(len(rows), fw.normalize_scores(state, pod, batch, fw.score_raw(state, pod, batch)))
+            best = [feasible[i] for i in range(len(rows)) if totals[i] == totals.max()]
+        else:
+            best = list(feasible)
+    await scheduler.schedule_one(entry)
+    await scheduler.drain()
+    after = cluster.pods.get(pod.uid)
+    condition = cluster.conditions.get(pod.key)
+    return Decision(
+        node=after.spec.node_name or None if after is not None else None,
+        nominated=after.status.nominated_node_name or None if after is not None else None,
+        message=condition[1] if condition is not None else "",
+        feasible=tuple(sorted(feasible)),
+        best=tuple(sorted(best)),
+        victims=tuple(sorted(e.regarding for e in cluster.events if e.reason == "Preempted")),
+    )
+
+
+def decode_snapshot(snapshot: Mapping[str, Sequence[Mapping[str, Any]]]) -> Snapshot:
+    """Objects as the API server lists them (already defaulted), by kind (``nodes``, ``pods``, ``namespaces``,
+    ``services``, ``pdbs``; each optional), as the wire models and the Services' selectors."""
+    workloads = Workloads()
+    workloads.services.replace([msgspec.convert(s, Service) for s in snapshot.get("services", ())])
+    return Snapshot(
+        [msgspec.convert(n, Node) for n in snapshot.get("nodes", ())],
+        [msgspec.convert(p, Pod) for p in snapshot.get("pods", ())],
+        [msgspec.convert(n, Namespace) for n in snapshot.get("namespaces", ())],
+        workloads,
+        [msgspec.convert(b, PodDisruptionBudget) for b in snapshot.get("pdbs", ())],
+    )
+
+
+@dataclass
+class Snapshot:
+    """A cluster's objects, decoded."""
+
+    nodes: list[Node]
+    pods: list[Pod]
+    namespaces: list[Namespace]
+    workloads: Workloads = field(default_factory=Workloads)
+    pdbs: list[PodDisruptionBudget] = field(default_factory=list)
+
+
+SnapshotDecider = Callable[[str, Mapping[str, Sequence[Mapping[str, Any]]]], Decision]
+
+
+def snapshot_decider(config: Mapping[str, Any] | None = None) -> SnapshotDecider:
+    """``decide(scheduler_name, snapshot)`` on objects as the API server lists them (see `decode_snapshot`),
+    with one profile ``scheduler_name`` (the defaults, ``config``'s top-level keys laid over them)."""
+    loaded: dict[str, Loaded] = {}
+
+    def run(name: str, snapshot: Mapping[str, Sequence[Mapping[str, Any]]]) -> Decision:
+        if name not in loaded:
+            loaded[name] = load(
+                parse(
+                    {
+                        "apiVersion": "kubescheduler.config.k8s.io/v1",
+                        "kind": "KubeSchedulerConfiguration",
+                        **(config or {}),
+                        "profiles": [{"schedulerName": name}],
+                    }
+                )
+            )
+        got = decode_snapshot(snapshot)
+        build = loaded[name].build
+        return asyncio.run(
+            decide(
+                build, got.nodes, got.pods, got.namespaces, got.pdbs, default_selector=got.workloads.default_selector
+            )
+        )
+
+    return run

@@ -365,6 +365,18 @@ async def test_evict_preempts_the_victims_and_leaves_the_nomination_to_the_repor
     assert s.plugin.pre_enqueue(incoming) == SUCCESS
 
 
+async def test_a_victim_already_terminating_is_chosen_but_not_preempted_again() -> None:
+    """As kube-scheduler v1.35 (prepareCandidate): its graceful deletion has started, no API call is sent (no
+    DisruptionTarget condition, no second DELETE, no Preempted event). Found by the differential test."""
+    leaving = pod("a", 1, "2", meta={"deletionTimestamp": "2026-01-01T00:00:00Z", "finalizers": ["x/y"]})
+    s = setup([node("n1")], {"n1": [leaving, pod("b", 2, "3")]})
+    incoming = pod("p", 10, "3")
+    _, _, state = s.preempt(incoming)
+    assert chosen(state) == ("n1", ["b", "a"])  # still counted among the victims
+    assert await s.plugin.evict(state, incoming) == SUCCESS
+    assert s.cluster.evicted == [("b", "p", "n1")]
+
+
 def test_nominated_pods_at_least_as_important_keep_their_room_in_the_dry_run() -> None:
     # n1: a low-priority victim (1 cpu of 2); "high" is nominated there and needs 1 cpu. Evicting the victim
     # frees 2 cpu, but "high" takes one of them: p (2 cpu) cannot fit, so n1 is no candidate.
