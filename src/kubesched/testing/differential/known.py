@@ -26,27 +26,12 @@ class KnownDifference:
         return self.predicate(case)
 
 
-DRA_POSTFILTER = "no new claims to deallocate, "
-
-
-def _dra_post_filter(case: Case) -> bool:
-    """Only the message differs, by DynamicResources' PostFilter reason before preemption's."""
-    return set(case.differences) == {"message"} and case.kube.message.replace(DRA_POSTFILTER, "") == case.ours.message
-
-
 def _empty_nodes_scored(case: Case) -> bool:
     """Only the placement differs, with an extender that returns whole nodes."""
     return case.full_nodes and set(case.differences) == {"placement"}
 
 
 KNOWN: tuple[KnownDifference, ...] = (
-    KnownDifference(
-        "dra-postfilter-message",
-        "kube-scheduler's DynamicResources plugin (in the default profile since DRA went GA) runs its PostFilter "
-        "before DefaultPreemption and, for a pod without claims, adds 'no new claims to deallocate' to the "
-        "FitError message; kubesched's default profile has no DynamicResources plugin yet (DRA is being added).",
-        _dra_post_filter,
-    ),
     KnownDifference(
         "extender-full-nodes-scores",
         "with a filter extender of nodeCacheCapable false, kube-scheduler v1.35 wraps the nodes the extender "
