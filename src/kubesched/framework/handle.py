@@ -15,6 +15,7 @@ from kubesched.api.core import LabelSelector
 from kubesched.api.policy_v1 import PodDisruptionBudget
 from kubesched.core.podinfo import PodInfo
 from kubesched.errors import ClusterError
+from kubesched.versions import REFERENCE, Release
 
 if TYPE_CHECKING:
     from kubesched.framework.runtime import Framework
@@ -99,7 +100,8 @@ class Handle:
 
     ``framework`` is the profile's own, set once it is built (DefaultPreemption dry-runs its Filter
     plugins); ``preempt_extenders`` lets the configured extenders trim preemption's candidates;
-    ``default_selector`` feeds PodTopologySpread's default constraints.
+    ``default_selector`` feeds PodTopologySpread's default constraints; ``release`` is the Kubernetes release
+    whose semantics the plugins follow (the selected one; set before the plugins are built).
     """
 
     scheduler_name: str = "default-scheduler"
@@ -109,3 +111,4 @@ class Handle:
     waiting_pods: WaitingPods | None = None
     preempt_extenders: PreemptExtenders | None = None
     default_selector: DefaultSelector | None = None
+    release: Release = REFERENCE
