@@ -5,8 +5,8 @@ from typing import Any
 import msgspec
 import pytest
 
-from kubesched.framework.handle import Handle
 from kubesched.core.nodetable import NodeTable
+from kubesched.framework.handle import Handle
 from kubesched.framework.interfaces import CycleState, NodeBatch
 from kubesched.framework.profile import PluginRef, ProfileError, ProfileSpec
 from kubesched.framework.runtime import Framework
