@@ -157,11 +157,11 @@ class NodeResourcesBalancedAllocation(PreScorePlugin, ScorePlugin, SignPlugin):
                     requested = table.requested_at(used, row)
                     fracs.append(min(float(requested + amount) / float(allocatable), 1.0))
                     before.append(min(float(requested) / float(allocatable), 1.0))
-            score = balanced_score_one(fracs)
+            one = balanced_score_one(fracs)
             if self.by_improvement:
                 half = MAX_NODE_SCORE // 2
-                score = half + (half + score - balanced_score_one(before)) // 2
-            return np.array([score], dtype=np.int64)
+                one = half + (half + one - balanced_score_one(before)) // 2
+            return np.array([one], dtype=np.int64)
         fractions: list[tuple[FloatColumn, npt.NDArray[np.bool_] | None]] = []
         without: list[tuple[FloatColumn, npt.NDArray[np.bool_] | None]] = []
         table, rows = nodes.table, nodes.rows
