@@ -83,8 +83,10 @@ def test_the_scheduler_follows_the_selected_release(
         ["scheduler", "run", "--cluster", "examples/cluster.yaml"],
         ["manifests", "extender"],
         ["extender", "serve", "--policy", "custom-label", "--nodes", "examples/nodes.yaml"],
+        ["dev-cluster", "up"],
+        ["dev-cluster", "build"],
     ],
-    ids=["scheduler-run", "manifests", "extender-serve"],
+    ids=["scheduler-run", "manifests", "extender-serve", "dev-cluster-up", "dev-cluster-build"],
 )
 @pytest.mark.parametrize("version", ["1.36", "1.35.3", "v2", "latest"])
 def test_an_unsupported_version_is_a_clear_cli_error(
