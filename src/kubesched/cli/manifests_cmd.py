@@ -144,8 +144,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    release = kube_version.release(args)  # an unsupported --kubernetes-version stops here
-    args.kube_scheduler_image = args.kube_scheduler_image or release.kube_scheduler_image
+    kube_version.release(args)  # an unsupported --kubernetes-version stops here, whatever the mode
     if args.helm_values and (args.output is not None or args.kustomize):
         raise CLIError("--helm-values: prints the values on stdout; drop -o/--kustomize")
     plan = build_plan(args)
@@ -267,7 +266,7 @@ def _extender_plan(args: argparse.Namespace, scheduler_name: str) -> ExtenderPla
         managed_resources=tuple(ManagedResource(r.name, r.ignored_by_scheduler) for r in policy.managed_resources),
         bind=args.bind,
         scheduler_name=scheduler_name,
-        kube_scheduler_image=args.kube_scheduler_image,
+        kube_scheduler_image=args.kube_scheduler_image or kube_version.release(args).kube_scheduler_image,
     )
 
 
