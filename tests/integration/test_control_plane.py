@@ -25,7 +25,7 @@ from kubesched.testing.controlplane import ControlPlane
 from kubesched.testing.kubeconfig import client_from_kubeconfig
 from kubesched.testing.process import port_open
 from kubesched.testing.waiting import wait_until
-from kubesched.versions import KUBERNETES_VERSION
+from kubesched.versions import Release
 
 pytestmark = pytest.mark.controlplane
 
@@ -50,8 +50,17 @@ def node(control_plane: ControlPlane) -> Iterator[str]:
     control_plane.delete_node(name)
 
 
-def test_apiserver_reports_version(control_plane: ControlPlane) -> None:
-    assert control_plane.api("GET", "/version")["gitVersion"] == f"v{KUBERNETES_VERSION}"
+@pytest.mark.all_kubernetes_versions
+def test_apiserver_and_scheduler_report_their_release(control_plane: ControlPlane, kubernetes_version: Release) -> None:
+    """The harness builds and runs each supported release: the API server's /version and kube-scheduler's
+    --version say which."""
+    info = control_plane.api("GET", "/version")
+    assert info["gitVersion"] == f"v{kubernetes_version.version}"
+    assert f"{info['major']}.{info['minor']}" == kubernetes_version.minor
+    printed = subprocess.run(
+        [str(control_plane.binaries.kube_scheduler), "--version"], capture_output=True, text=True, timeout=60
+    ).stdout
+    assert printed.strip() == f"Kubernetes v{kubernetes_version.version}"
 
 
 def test_node_status_is_stored(control_plane: ControlPlane) -> None:

@@ -17,19 +17,23 @@ from kubesched.scheduler.memory import Decision, snapshot_decider
 from kubesched.testing.controlplane import ControlPlane
 from kubesched.testing.differential.generate import Knobs
 from kubesched.testing.differential.runner import Objects, run
+from kubesched.versions import Release
 
 SEEDS = (25, 101, 202, 303)  # 25: a preemption whose victims include a pod already terminating
 PODS = 30
 
 
 @pytest.mark.controlplane
+@pytest.mark.all_kubernetes_versions
 @pytest.mark.parametrize("node_cache_capable", [True, False], ids=["node-names", "full-nodes"])
-def test_kubesched_agrees_with_kube_scheduler(control_plane: ControlPlane, node_cache_capable: bool) -> None:
+def test_kubesched_agrees_with_kube_scheduler(
+    control_plane: ControlPlane, kubernetes_version: Release, node_cache_capable: bool
+) -> None:
     seeds = SEEDS if node_cache_capable else SEEDS[:1]
     report = run(
         control_plane,
         seeds,
-        snapshot_decider({"percentageOfNodesToScore": 100}),
+        snapshot_decider({"percentageOfNodesToScore": 100}, kubernetes_version),
         knobs=Knobs(pending=PODS),
         node_cache_capable=node_cache_capable,
     )

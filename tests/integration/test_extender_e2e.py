@@ -1,4 +1,5 @@
-"""The real kube-scheduler v1.35.4 calling our extender (custom-label policy) on a real API server."""
+"""The real kube-scheduler of each supported release (v1.35.4, v1.37.2) calling our extender (custom-label
+policy) on its API server."""
 
 from __future__ import annotations
 
@@ -22,7 +23,8 @@ from .extender_harness import (
     scheduler,
 )
 
-pytestmark = pytest.mark.controlplane
+# Each test runs against the control plane of every supported release (one at a time).
+pytestmark = [pytest.mark.controlplane, pytest.mark.all_kubernetes_versions]
 
 NODES = {
     # name: (has label `custom`, custom-resource, cordoned)

@@ -24,8 +24,10 @@ from kubesched.testing.builders import pod_manifest
 from kubesched.testing.controlplane import ControlPlane
 from kubesched.testing.process import free_port
 from kubesched.testing.waiting import wait_until
+from kubesched.versions import Release
 
-pytestmark = pytest.mark.controlplane
+# Each test runs against the control plane of every supported release (one at a time).
+pytestmark = [pytest.mark.controlplane, pytest.mark.all_kubernetes_versions]
 API = "kubescheduler.config.k8s.io/v1"
 RUN_LABEL = "kubesched-e2e"
 
@@ -592,3 +594,45 @@ def test_pods_of_a_replicaset_are_spread_by_default_as_kube_scheduler_spreads_th
     assert min(ours.values()) >= 2, ours  # spread, not all on "big"
     assert min(theirs.values()) >= 2, theirs
     assert abs(ours[run.node("big")] - theirs[run.node("big")]) <= 1, (ours, theirs)
+
+
+def _balanced_only(run: Run) -> dict[str, Any]:
+    """One profile whose only Score plugin is NodeResourcesBalancedAllocation, confined to ``run``'s nodes."""
+    profile = {
+        "schedulerName": run.scheduler,
+        "plugins": {"score": {"disabled": [{"name": "*"}], "enabled": [{"name": "NodeResourcesBalancedAllocation"}]}},
+    }
+    return run.config(profiles=[profile])
+
+
+def test_balanced_allocation_scores_as_the_servers_release_does(
+    control_plane: ControlPlane, kube_namespace: str, tmp_path: Path, kubernetes_version: Release
+) -> None:
+    """The release followed is the API server's: with BalancedAllocation the only score, kube-scheduler of that
+    release and ours pick the same node, and the node differs between v1.35 and v1.37.
+
+    empty: with the pod (cpu 0.25, memory 0.125) 93, without 100. half-mem (memory 0.5 taken): with 81, without
+    75. v1.35 scores the balance with the pod (empty, 93 > 81); v1.37 the change it makes (half-mem, 78 > 71)."""
+    cp, ns = control_plane, kube_namespace
+    expected = {"1.35": "empty", "1.37": "half-mem"}[kubernetes_version.minor]
+    alloc = {"cpu": "4", "memory": "8Gi", "pods": "110"}
+    chosen: dict[str, str | None] = {}
+    for who in ("kube-scheduler", "kubesched"):
+        run = Run()
+        with nodes(cp, run, {"empty": {"allocatable": alloc}, "half-mem": {"allocatable": alloc}}):
+            running_pod = pod_manifest(f"{who}-running", requests={"memory": "4Gi"}, nodeName=run.node("half-mem"))
+            pending = pod_manifest(f"{who}-pending", scheduler=run.scheduler, requests={"cpu": "1", "memory": "1Gi"})
+            if who == "kube-scheduler":
+                real = cp.start_scheduler(_balanced_only(run), name=f"balanced-{run.id}")
+                try:
+                    create(cp, ns, running_pod, pending)
+                    chosen[who] = cp.wait_pod_bound(ns, f"{who}-pending")
+                finally:
+                    real.stop()
+            else:
+                with running(cp, tmp_path, _balanced_only(run)) as ours:
+                    create(cp, ns, running_pod, pending)
+                    chosen[who] = wait_until(lambda w=who: node_of(cp, ns, f"{w}-pending"), "bound")  # type: ignore[misc]
+                    assert f"Kubernetes v{kubernetes_version.version} semantics" in ours.tail()
+            chosen[who] = (chosen[who] or "").removeprefix(f"ks-{run.id}-")
+    assert chosen == {"kube-scheduler": expected, "kubesched": expected}

@@ -9,6 +9,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Protocol
 
+from kubesched.cli import kube_version
 from kubesched.config.check import validate_text
 from kubesched.config.duration import Duration
 from kubesched.config.model import (
@@ -24,7 +25,6 @@ from kubesched.config.model import (
 )
 from kubesched.config.parse import read_document, read_text
 from kubesched.config.render import Format, dump, render_config, render_legacy_policy, unreserved_note
-from kubesched.config.upstream import REFERENCE, release
 from kubesched.config.validation import collect_warnings, validate
 from kubesched.errors import CLIError, FieldError
 from kubesched.scheduler.profiles.manager import PluginSource
@@ -56,6 +56,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "Prints 'ok' and exits 0 when the file is valid; '-' reads stdin.",
     )
     check.add_argument("file", metavar="FILE")
+    kube_version.add_flag(check)
     check.set_defaults(func=run)
 
 
@@ -113,7 +114,7 @@ def _register_extender(sub: argparse._SubParsersAction[argparse.ArgumentParser])
 
 def run(args: argparse.Namespace) -> int:
     if args.config_command == "validate":
-        return _run_validate(str(args.file), getattr(args, "kubernetes_version", None) or REFERENCE)
+        return _run_validate(str(args.file), kube_version.release(args).minor)
     return _run_extender(args)
 
 
@@ -179,11 +180,7 @@ def _run_validate(file: str, version: str) -> int:
         return _validate_legacy(file, doc, problems)
     # A KubeSchedulerConfiguration: the one validator, as `scheduler run --config` uses it.
     base = Path.cwd() if file == "-" else Path(file).parent
-    try:
-        rel = release(version)
-    except ValueError as err:
-        raise CLIError(f"--kubernetes-version: {err}") from None
-    verdict = validate_text(text, PluginSource(), version=rel.version, base=base)
+    verdict = validate_text(text, PluginSource(), version=version, base=base)
     notes = [FieldError(u.path, u.message + " (`kubesched scheduler run` refuses it)") for u in verdict.unrunnable]
     model = read_document(doc)[0] if verdict.config is not None else None
     warnings = [*(collect_warnings(model) if model is not None else []), *verdict.warnings, *notes]

@@ -15,7 +15,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any, TextIO
 
-from kubesched.cli import tables
+from kubesched.cli import kube_version, tables
 from kubesched.cli.dev_cluster_progress import Progress
 from kubesched.errors import CLIError
 from kubesched.testing import build, devcluster
@@ -24,6 +24,7 @@ from kubesched.testing.controlplane import ControlPlane
 from kubesched.testing.nodes_file import FileNode, NodesFileError, load_nodes_file
 from kubesched.testing.process import ProcessError
 from kubesched.testing.scheduler import SchedulerConfigError, load_config, minimal_config
+from kubesched.versions import KUBERNETES_VERSION
 
 PREFIX = "kubesched dev-cluster:"
 SCHEDULER = "kube-scheduler"  # the name of the dev-cluster's one kube-scheduler (log file, config file)
@@ -83,6 +84,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     for p in (up, status, restart):
         p.add_argument("-o", "--output", choices=("text", "json"), default="text", help="text (default) or json")
+    for p in (up, build_cmd):
+        kube_version.add_flag(p)
     for p in (up, build_cmd, status, restart):
         p.set_defaults(func=run)
 
@@ -91,7 +94,7 @@ def run(args: argparse.Namespace) -> int:
     """Dispatch to the action."""
     try:
         if args.dev_cluster_command == "build":
-            return _build()
+            return _build(kube_version.release(args).version)
         if args.dev_cluster_command == "status":
             return _status(args)
         if args.dev_cluster_command == "restart-scheduler":
@@ -101,13 +104,13 @@ def run(args: argparse.Namespace) -> int:
     return _up(args)
 
 
-def _binaries() -> build.Binaries:
+def _binaries(k8s: str = KUBERNETES_VERSION) -> build.Binaries:
     try:
-        found = build.cached()
+        found = build.cached(k8s)
         if found is None:
             print(f"{PREFIX} control-plane binaries not built yet; building (15-30 min when cold)", file=sys.stderr)
             with Progress(PREFIX) as progress:
-                found = build.ensure(progress=progress)
+                found = build.ensure(k8s, progress=progress)
     except build.BuildError as err:
         raise CLIError(f"cannot build the control-plane binaries: {err}") from None
     return found
@@ -121,8 +124,8 @@ def _version(binary: Path) -> str:
     return lines[0]
 
 
-def _build() -> int:
-    bins = _binaries()
+def _build(k8s: str) -> int:
+    bins = _binaries(k8s)
     for path in (bins.etcd, bins.kube_apiserver, bins.kube_scheduler):
         size = path.stat().st_size / 1e6
         print(f"{path}  ({_version(path)}, {size:.0f} MB)")
@@ -254,10 +257,11 @@ class _Cluster:
 
 def _up(args: argparse.Namespace) -> int:
     # Bad input fails before any build or start.
+    release = kube_version.release(args)
     config = _scheduler_config(args)
     plain, from_file = _nodes(args)
     json_out = args.output == "json"
-    bins = _binaries()
+    bins = _binaries(release.version)
     _install_signal_handlers()
     plane = ControlPlane(bins, keep_logs=True if args.keep else None)
     cluster = _Cluster(plane, args, sys.stderr if json_out else sys.stdout)

@@ -8,7 +8,7 @@ import logging
 import ssl
 from pathlib import Path
 
-from kubesched.cli import logs, serving
+from kubesched.cli import kube_version, logs, serving
 from kubesched.cli.serving import parse_listen, wait_for_stop_signal
 from kubesched.cluster.cache import ClusterCache
 from kubesched.cluster.files import ClusterFileError, load_into
@@ -18,10 +18,12 @@ from kubesched.cluster.source import KubeSource
 from kubesched.errors import CLIError
 from kubesched.extender.app import DEFAULT_MAX_BODY, Dispatcher
 from kubesched.extender.service import ExtenderService
+from kubesched.framework.handle import Handle
 from kubesched.framework.profile import ProfileError
 from kubesched.framework.runtime import Framework
 from kubesched.http.server import HTTPServer, server_ssl_context
 from kubesched.policies import PolicyError, load, registry_for
+from kubesched.versions import REFERENCE
 
 log = logging.getLogger("kubesched.extender")
 
@@ -56,6 +58,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     serve.add_argument("--tls-key", type=Path, help="private key of --tls-cert")
     serve.add_argument("--client-ca", type=Path, help="require client certificates signed by this CA")
     serving.add_limit_flags(serve, max_body=DEFAULT_MAX_BODY)
+    kube_version.add_flag(serve, connected=True)
     logs.add_flags(serve)
     serve.set_defaults(func=run_serve)
 
@@ -78,13 +81,12 @@ def run_serve(args: argparse.Namespace) -> int:
         raise CLIError("give a cluster source: --nodes FILE, --kubeconfig PATH or --in-cluster")
     if args.nodes and args.in_cluster:
         raise CLIError("--nodes and --in-cluster exclude each other")
+    chosen = kube_version.selected(args)
     try:
         policy = load(args.policy)
-        framework = Framework.build(policy.profile, registry_for(policy), path="policy.")
+        registry = registry_for(policy)
     except PolicyError as err:
         raise CLIError(str(err)) from None
-    except ProfileError as err:
-        raise CLIError(f"policy {args.policy}: {err}") from None
     cache = ClusterCache()
     if args.nodes:
         try:
@@ -97,6 +99,15 @@ def run_serve(args: argparse.Namespace) -> int:
         conn = connect(kubeconfig, args.context) if (args.kubeconfig or args.in_cluster) else None
     except (KubeConfigError, OSError) as err:
         raise CLIError(str(err)) from None
+    # The policy's plugins follow --kubernetes-version, else the cluster's /version, else the reference.
+    release = kube_version.for_connection(args, conn) if conn is not None else (chosen or REFERENCE)
+    try:
+        handle = Handle(scheduler_name=policy.profile.scheduler_name, release=release)
+        framework = Framework.build(policy.profile, registry, handle, path="policy.")
+    except PolicyError as err:
+        raise CLIError(str(err)) from None
+    except ProfileError as err:
+        raise CLIError(f"policy {args.policy}: {err}") from None
     watch_pods = args.watch_pods == "yes" or (args.watch_pods == "auto" and bool(policy.managed_resources))
     try:
         tls = (

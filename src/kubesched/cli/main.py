@@ -20,7 +20,7 @@ from kubesched.cli import (
     webhook_cmd,
 )
 from kubesched.errors import CLIError
-from kubesched.versions import KUBERNETES_VERSION
+from kubesched.versions import KUBERNETES_VERSION, SUPPORTED
 
 # What a shell reports for a program killed by SIGPIPE (kubectl's habit when `| head` closes the pipe).
 EXIT_BROKEN_PIPE = 141
@@ -31,7 +31,8 @@ def version() -> str:
         own = metadata.version("kubesched")
     except metadata.PackageNotFoundError:
         own = "unknown"
-    return f"kubesched {own} (Kubernetes reference v{KUBERNETES_VERSION})"
+    also = ", ".join(f"v{v}" for v in SUPPORTED if v != KUBERNETES_VERSION)
+    return f"kubesched {own} (Kubernetes reference v{KUBERNETES_VERSION}; also supported: {also})"
 
 
 EXAMPLES = """\

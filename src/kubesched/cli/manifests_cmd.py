@@ -14,6 +14,7 @@ from pathlib import Path
 import yaml
 
 from kubesched import pki
+from kubesched.cli import kube_version
 from kubesched.cli.certs_cmd import service_names
 from kubesched.cli.manifests_scheduler import scheduler_plan
 from kubesched.cli.webhook_cmd import managed_resources
@@ -75,8 +76,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     p.add_argument("--image", default=DEFAULT_IMAGE, help="the kubesched image (default: %(default)s)")
     p.add_argument(
-        "--kube-scheduler-image", metavar="IMAGE", default=KUBE_SCHEDULER_IMAGE, help="(default: %(default)s)"
+        "--kube-scheduler-image",
+        metavar="IMAGE",
+        help=f"the second kube-scheduler's image (default: --kubernetes-version's, {KUBE_SCHEDULER_IMAGE})",
     )
+    kube_version.add_flag(p)
     p.add_argument(
         "--scheduler-name", metavar="NAME", help="schedulerName of the scheduler MODE deploys (default per mode)"
     )
@@ -140,6 +144,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    kube_version.release(args)  # an unsupported --kubernetes-version stops here, whatever the mode
     if args.helm_values and (args.output is not None or args.kustomize):
         raise CLIError("--helm-values: prints the values on stdout; drop -o/--kustomize")
     plan = build_plan(args)
@@ -261,7 +266,7 @@ def _extender_plan(args: argparse.Namespace, scheduler_name: str) -> ExtenderPla
         managed_resources=tuple(ManagedResource(r.name, r.ignored_by_scheduler) for r in policy.managed_resources),
         bind=args.bind,
         scheduler_name=scheduler_name,
-        kube_scheduler_image=args.kube_scheduler_image,
+        kube_scheduler_image=args.kube_scheduler_image or kube_version.release(args).kube_scheduler_image,
     )
 
 

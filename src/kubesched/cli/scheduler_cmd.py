@@ -10,7 +10,7 @@ import logging
 from collections.abc import Callable
 from pathlib import Path
 
-from kubesched.cli import logs, tables
+from kubesched.cli import kube_version, logs, tables
 from kubesched.cli.scheduler_live import LiveOptions, serve
 from kubesched.cluster.cache import ClusterCache
 from kubesched.cluster.files import ClusterFileError, read_cluster
@@ -27,7 +27,6 @@ from kubesched.config.profiles import (
     SchedulerConfiguration,
     default_configuration,
 )
-from kubesched.config.upstream import REFERENCE, release
 from kubesched.errors import CLIError, FieldError
 from kubesched.framework.interfaces import Handle
 from kubesched.scheduler.engine.queue import ManualClock
@@ -37,12 +36,13 @@ from kubesched.scheduler.memory import MemoryCluster, run_until_settled
 from kubesched.scheduler.profiles.manager import Built, PluginSource, load_registry
 from kubesched.scheduler.profiles.manager import build as build_profiles
 from kubesched.scheduler.remote.extenders import ExtenderSet
+from kubesched.versions import REFERENCE, Release
 
 log = logging.getLogger("kubesched.scheduler")
 
 
-# Feature gates kubesched honours, with kube-scheduler v1.35.4's defaults.
-FEATURE_GATES = {"OpportunisticBatching": True}
+# Feature gates kubesched honours, with kube-scheduler's defaults (the same in every supported release).
+FEATURE_GATES = {name: default for name, default, _ in REFERENCE.feature_gates}
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -103,6 +103,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         metavar="GATE=BOOL,...",
         help=f"as kube-scheduler's flag; known: {', '.join(f'{g} (default {d})' for g, d in FEATURE_GATES.items())}",
     )
+    kube_version.add_flag(run, connected=True)
     logs.add_flags(run)
     run.set_defaults(func=run_scheduler)
 
@@ -198,31 +199,31 @@ def read_config(
 
 def config_version(args: argparse.Namespace | None) -> str:
     """The kube-scheduler release whose configuration rules apply (``--kubernetes-version`` where it exists)."""
-    value = getattr(args, "kubernetes_version", None) if args is not None else None
-    if not isinstance(value, str) or not value:
-        return REFERENCE
-    try:
-        return release(value).version
-    except ValueError as err:
-        raise CLIError(f"--kubernetes-version: {err}") from None
+    chosen = kube_version.selected(args) if args is not None else None
+    return (chosen or REFERENCE).minor
 
 
-def builder(config: SchedulerConfiguration, errors: list[FieldError]) -> Callable[[Callable[[str], Handle]], Built]:
+def builder(
+    config: SchedulerConfiguration, errors: list[FieldError], release: Release = REFERENCE
+) -> Callable[[Callable[[str], Handle]], Built]:
     """How to build a configuration as read: its plugins loaded (user modules imported) and every profile
-    built with the handles the caller gives; ConfigError lists ``errors`` and every problem building finds."""
+    built with the handles the caller gives, with ``release``'s default plugins and semantics; ConfigError lists
+    ``errors`` and every problem building finds."""
 
     def build(make_handle: Callable[[str], Handle]) -> Built:
         if errors:  # the validator's verdict; building then would only repeat it in other words
             raise ConfigError(errors)
         registry, load_errors = load_registry(config.plugin_modules)
-        return build_profiles(config, registry, make_handle, load_errors)
+        return build_profiles(config, registry, make_handle, load_errors, release)
 
     return build
 
 
-def rereader(path: Path, live: bool, args: argparse.Namespace | None) -> Callable[[Callable[[str], Handle]], Built]:
+def rereader(
+    path: Path, live: bool, args: argparse.Namespace | None, release: Release = REFERENCE
+) -> Callable[[Callable[[str], Handle]], Built]:
     """A reload: read the file again and build it."""
-    return lambda make_handle: builder(*read_config(path, live, args))(make_handle)
+    return lambda make_handle: builder(*read_config(path, live, args), release)(make_handle)
 
 
 def feature_gates(text: str) -> dict[str, bool]:
@@ -244,6 +245,7 @@ def run_scheduler(args: argparse.Namespace) -> int:
     if args.reload_interval <= 0:
         raise CLIError("--reload-interval: must be positive")
     args.gates = feature_gates(args.feature_gates)
+    kube_version.selected(args)  # an unsupported --kubernetes-version stops here, before anything
     if args.config is not None and not args.config.is_file():
         raise CLIError(f"--config: no such file {args.config}")
     if args.cluster is not None and (args.kubeconfig or args.in_cluster):
@@ -288,16 +290,19 @@ def run_live(args: argparse.Namespace, config: SchedulerConfiguration) -> int:
         conn = connect(kubeconfig, args.context)
     except (KubeConfigError, OSError) as err:
         raise CLIError(str(err)) from None
+    # --kubernetes-version, else the server's /version (the nearest supported release).
+    release = kube_version.for_connection(args, conn)
     options = LiveOptions(
         conn,
         config,
-        builder(config, []),
-        rereader(args.config, True, args) if args.config is not None else None,
+        builder(config, [], release),
+        rereader(args.config, True, args, release) if args.config is not None else None,
         args.config,
         host,
         port,
         args.reload_interval,
         batching=args.gates["OpportunisticBatching"],
+        release=release,
     )
     try:
         import uvloop
@@ -328,7 +333,7 @@ def run_in_memory(args: argparse.Namespace, config: SchedulerConfiguration) -> i
         scheduler = Scheduler(
             ClusterCache(),
             cluster,
-            builder(config, []),
+            builder(config, [], kube_version.release(args)),
             clock=clock,
             batching=args.gates["OpportunisticBatching"],
             extenders=ExtenderSet,

@@ -39,6 +39,7 @@ from kubesched.scheduler.remote.extenders import ExtenderSet
 from kubesched.scheduler.remote.leader import LeaderElector, LeadershipLost, default_identity
 from kubesched.scheduler.remote.volumes import APIVolumes
 from kubesched.scheduler.server import SchedulerRoutes
+from kubesched.versions import REFERENCE, Release
 
 log = logging.getLogger("kubesched.scheduler")
 DRAIN_GRACE = 5.0  # bindings in flight at SIGTERM
@@ -58,6 +59,7 @@ class LiveOptions:
     reload_interval: float = 2.0
     identity: str | None = None
     batching: bool = True  # the OpportunisticBatching feature gate
+    release: Release = REFERENCE  # the Kubernetes release followed (already given to ``build`` and ``reload``)
 
 
 async def serve(options: LiveOptions) -> int:
@@ -157,9 +159,10 @@ async def serve(options: LiveOptions) -> int:
         )
         background.append(asyncio.create_task(reloader.run()))
     log.info(
-        "scheduler for %s on %s; health and metrics on http://%s:%d",
+        "scheduler for %s on %s (Kubernetes v%s semantics); health and metrics on http://%s:%d",
         ", ".join(scheduler.built.profiles),
         options.connection.server,
+        options.release.version,
         options.host,
         options.port,
     )

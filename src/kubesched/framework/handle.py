@@ -16,6 +16,7 @@ from kubesched.api.policy_v1 import PodDisruptionBudget
 from kubesched.api.resource_v1 import AllocationResult, DeviceClass, ResourceClaim, ResourceSlice
 from kubesched.core.podinfo import PodInfo
 from kubesched.errors import ClusterError
+from kubesched.versions import REFERENCE, Release
 
 if TYPE_CHECKING:
     from kubesched.framework.runtime import Framework
@@ -124,7 +125,9 @@ class Handle:
     ``framework`` is the profile's own, set once it is built (DefaultPreemption dry-runs its Filter
     plugins); ``preempt_extenders`` lets the configured extenders trim preemption's candidates;
     ``default_selector`` feeds PodTopologySpread's default constraints; ``volumes`` the volume plugins;
-    ``resources`` is what DynamicResources reads and writes (None: the shell keeps no such objects).
+    ``resources`` is what DynamicResources reads and writes (None: the shell keeps no such objects);
+    ``release`` is the Kubernetes release whose semantics the plugins follow (the selected one; set before the
+    plugins are built).
     """
 
     scheduler_name: str = "default-scheduler"
@@ -136,3 +139,4 @@ class Handle:
     default_selector: DefaultSelector | None = None
     volumes: Volumes | None = None  # PVs, PVCs, StorageClasses, CSINodes (the volume plugins)
     resources: ResourceAPI | None = None
+    release: Release = REFERENCE

@@ -1,7 +1,7 @@
 """kube-scheduler's in-tree plugins, re-implemented over node batches, and the default profile.
 
-To add a plugin: write its module, list its class in `IN_TREE`. If it belongs to upstream's
-default profile it is already in `UPSTREAM_DEFAULT_PLUGINS` and joins the default profile by itself.
+To add a plugin: write its module, list its class in `IN_TREE`. If it belongs to upstream's default
+profile it is already in each release's `default_plugins` (`kubesched.versions`) and joins it by itself.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from kubesched.plugins.taint_toleration import TaintToleration
 from kubesched.plugins.volume_binding import VolumeBinding
 from kubesched.plugins.volume_restrictions import VolumeRestrictions
 from kubesched.plugins.volume_zone import VolumeZone
+from kubesched.versions import REFERENCE, Release
 
 IN_TREE: tuple[type[Plugin], ...] = (
     SchedulingGates,
@@ -51,29 +52,9 @@ IN_TREE: tuple[type[Plugin], ...] = (
     DefaultBinder,
 )
 
-# kube-scheduler v1.35.4's default MultiPoint list (apis/config/v1/default_plugins.go), in order,
-# with Score weights (0: the plugin does not score). The order is the evaluation order.
-UPSTREAM_DEFAULT_PLUGINS: tuple[tuple[str, int], ...] = (
-    ("SchedulingGates", 0),
-    ("PrioritySort", 0),
-    ("NodeUnschedulable", 0),
-    ("NodeName", 0),
-    ("TaintToleration", 3),
-    ("NodeAffinity", 2),
-    ("NodePorts", 0),
-    ("NodeResourcesFit", 1),
-    ("VolumeRestrictions", 0),
-    ("NodeVolumeLimits", 0),
-    ("VolumeBinding", 1),
-    ("VolumeZone", 0),
-    ("PodTopologySpread", 2),
-    ("InterPodAffinity", 2),
-    ("DynamicResources", 2),
-    ("DefaultPreemption", 0),
-    ("NodeResourcesBalancedAllocation", 1),
-    ("ImageLocality", 1),
-    ("DefaultBinder", 0),
-)
+# kube-scheduler's default MultiPoint list of the reference release, in order, with Score weights (0: the
+# plugin does not score). The order is the evaluation order. Each release's is in `kubesched.versions`.
+UPSTREAM_DEFAULT_PLUGINS: tuple[tuple[str, int], ...] = REFERENCE.default_plugins
 
 
 def in_tree() -> Registry:
@@ -81,7 +62,7 @@ def in_tree() -> Registry:
     return Registry(IN_TREE)
 
 
-def default_profile_plugins(registry: Registry | None = None) -> tuple[PluginRef, ...]:
-    """The default profile's plugins, in upstream order and weights, limited to those ``registry`` has."""
+def default_profile_plugins(registry: Registry | None = None, release: Release = REFERENCE) -> tuple[PluginRef, ...]:
+    """``release``'s default profile plugins, in upstream order and weights, limited to those ``registry`` has."""
     known = registry if registry is not None else in_tree()
-    return tuple(PluginRef(name, weight) for name, weight in UPSTREAM_DEFAULT_PLUGINS if name in known)
+    return tuple(PluginRef(name, weight) for name, weight in release.default_plugins if name in known)

@@ -1,8 +1,10 @@
 """NodeResourcesBalancedAllocation: favour nodes whose resource fractions stay close to each other.
 
-v1.35.4's formula: f_r = min(Q_r / A_r, 1) over the counted resources (real requests, A_r > 0),
+The balance of a node: f_r = min(Q_r / A_r, 1) over the counted resources (real requests, A_r > 0),
 std = |f_1 - f_2| / 2 for two of them, the population standard deviation for more, 0 otherwise;
-score = trunc((1 - std) * 100). Float steps follow Go's order so results match to the last bit.
+balance = trunc((1 - std) * 100). Float steps follow Go's order so results match to the last bit.
+v1.35 scores the balance with the pod; v1.37 the change the pod makes to it (balancedResourceScorer):
+score = 50 + (50 + balance with the pod - balance without it) / 2 (`Release.balanced_allocation_scores_improvement`).
 """
 
 from __future__ import annotations
@@ -89,6 +91,14 @@ def balanced_score(fractions: list[tuple[FloatColumn, npt.NDArray[np.bool_] | No
     return np.trunc((1 - std) * MAX_NODE_SCORE).astype(np.int64)
 
 
+def by_improvement(with_pod: IntColumn, without_pod: IntColumn) -> IntColumn:
+    """v1.37's score from the balances with and without the pod: both lie in [50, 100], so the integer division
+    of a value in [0, 100] truncates as Go's does."""
+    half = MAX_NODE_SCORE // 2
+    out: IntColumn = half + (half + with_pod - without_pod) // 2
+    return out
+
+
 def balanced_score_one(fractions: list[float]) -> int:
     """`balanced_score` of one node from its counted fractions, in Python floats (the same IEEE steps)."""
     if len(fractions) == 2:
@@ -124,6 +134,7 @@ class NodeResourcesBalancedAllocation(PreScorePlugin, ScorePlugin, SignPlugin):
             raise ValueError("; ".join(errors))
         self.resources = tuple(r.name for r in resources)
         self.node_fields = NodeFields(resources=frozenset(self.resources))
+        self.by_improvement = self.handle.release.balanced_allocation_scores_improvement
 
     def sign(self, pod: PodInfo) -> SignFragments:
         return (("resources", pod.requests_key),)
@@ -138,22 +149,35 @@ class NodeResourcesBalancedAllocation(PreScorePlugin, ScorePlugin, SignPlugin):
         if len(nodes) == 1:
             table, row = nodes.table, int(nodes.rows[0])
             fracs: list[float] = []
+            before: list[float] = []
             for name, used, amount in scored_resources(pod, self.resources, use_requested=True):
                 allocatable = table.allocatable_at(name, row)
                 if allocatable:
                     # float64(Q) / float64(A), as Go computes it
-                    fracs.append(min(float(table.requested_at(used, row) + amount) / float(allocatable), 1.0))
-            return np.array([balanced_score_one(fracs)], dtype=np.int64)
+                    requested = table.requested_at(used, row)
+                    fracs.append(min(float(requested + amount) / float(allocatable), 1.0))
+                    before.append(min(float(requested) / float(allocatable), 1.0))
+            one = balanced_score_one(fracs)
+            if self.by_improvement:
+                half = MAX_NODE_SCORE // 2
+                one = half + (half + one - balanced_score_one(before)) // 2
+            return np.array([one], dtype=np.int64)
         fractions: list[tuple[FloatColumn, npt.NDArray[np.bool_] | None]] = []
+        without: list[tuple[FloatColumn, npt.NDArray[np.bool_] | None]] = []
         table, rows = nodes.table, nodes.rows
         for name, used, amount in scored_resources(pod, self.resources, use_requested=True):
-            alloc, req = table.allocatable(name)[rows], table.requested(used)[rows] + amount
-            if alloc.all():
-                frac: FloatColumn = req / alloc  # float64(Q) / float64(A), as Go computes it
-                counted = None
-            else:
-                counted = alloc != 0
-                frac = req / np.where(counted, alloc, 1)
+            alloc, node_req = table.allocatable(name)[rows], table.requested(used)[rows]
+            req = node_req + amount
+            counted = None if alloc.all() else alloc != 0
+            divisor = alloc if counted is None else np.where(counted, alloc, 1)
+            frac: FloatColumn = req / divisor  # float64(Q) / float64(A), as Go computes it
             np.minimum(frac, 1.0, out=frac)
             fractions.append((frac, counted))
-        return balanced_score(fractions, len(nodes))
+            if self.by_improvement:
+                frac0: FloatColumn = node_req / divisor
+                np.minimum(frac0, 1.0, out=frac0)
+                without.append((frac0, counted))
+        score = balanced_score(fractions, len(nodes))
+        if self.by_improvement:
+            return by_improvement(score, balanced_score(without, len(nodes)))
+        return score

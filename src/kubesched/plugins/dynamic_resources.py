@@ -275,9 +275,11 @@ class DynamicResources(
     ) -> tuple[str | None, Status]:
         s: _State | None = state.get(_KEY)
         if s is None:
-            if _RAN not in state:  # kube-scheduler 1.35: its state read fails; the error ends PostFilter
+            if _RAN not in state:  # kube-scheduler: its state read fails; the error ends PostFilter
                 return None, Status.error("not found")
-            return None, Status.unschedulable("no new claims to deallocate")
+            if self.handle.release.dra_post_filter_names_no_claims:
+                return None, Status.unschedulable("no new claims to deallocate")
+            return None, Status.unschedulable()  # v1.37: rejected, with no reason of its own
         # Deallocating an allocated claim that keeps the pod off every node is not done by kubesched:
         # the pod waits (see docs/scheduler.md).
         return None, Status.unschedulable("still not schedulable")

@@ -37,6 +37,7 @@ from kubesched.scheduler.engine.queue import ManualClock
 from kubesched.scheduler.engine.scheduler import Scheduler
 from kubesched.scheduler.engine.state import Placement
 from kubesched.scheduler.profiles.manager import Loaded, load
+from kubesched.versions import REFERENCE, Release
 
 
 class Event(msgspec.Struct, frozen=True):
@@ -318,9 +319,10 @@ class Snapshot:
 SnapshotDecider = Callable[[str, Mapping[str, Sequence[Mapping[str, Any]]]], Decision]
 
 
-def snapshot_decider(config: Mapping[str, Any] | None = None) -> SnapshotDecider:
+def snapshot_decider(config: Mapping[str, Any] | None = None, release: Release = REFERENCE) -> SnapshotDecider:
     """``decide(scheduler_name, snapshot)`` on objects as the API server lists them (see `decode_snapshot`),
-    with one profile ``scheduler_name`` (the defaults, ``config``'s top-level keys laid over them)."""
+    with one profile ``scheduler_name`` (the defaults, ``config``'s top-level keys laid over them), following
+    ``release``."""
     loaded: dict[str, Loaded] = {}
 
     def run(name: str, snapshot: Mapping[str, Sequence[Mapping[str, Any]]]) -> Decision:
@@ -333,7 +335,8 @@ def snapshot_decider(config: Mapping[str, Any] | None = None) -> SnapshotDecider
                         **(config or {}),
                         "profiles": [{"schedulerName": name}],
                     }
-                )
+                ),
+                release=release,
             )
         got = decode_snapshot(snapshot)
         build = loaded[name].build

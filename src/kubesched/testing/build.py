@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import IO
 
 from kubesched.errors import HarnessError
-from kubesched.versions import ETCD_VERSION, KUBERNETES_VERSION
+from kubesched.versions import ETCD_VERSION, KUBERNETES_VERSION, SUPPORTED, parse_release
 
 # progress(phase, detail): phase changes rarely ("building etcd v3.6.16 (1/2)"), detail may change every
 # half second ("held by pid 412 ... for 3m05s"); the caller adds elapsed time and decides what to show.
@@ -421,7 +421,16 @@ if __name__ == "__main__":
         # scripts/build-helm: the helm the chart's tests run.
         print(ensure_helm(echo=True))
         sys.exit(0)
-    # scripts/build-control-plane: build what is missing, then show where the binaries are.
-    built = ensure(echo=True)
-    for path in (built.etcd, built.kube_apiserver, built.kube_scheduler):
-        print(path)
+    # scripts/build-control-plane [VERSION...]: build what is missing of every supported release (the reference
+    # first: most tests run on it), or of the ones named, then show where the binaries are.
+    try:
+        wanted = [parse_release(v).version for v in sys.argv[1:]] or sorted(
+            SUPPORTED, key=lambda v: v != KUBERNETES_VERSION
+        )
+    except ValueError as err:
+        print(f"build: {err}", file=sys.stderr)
+        sys.exit(2)
+    for k8s in wanted:
+        built = ensure(k8s, echo=True)
+        for path in (built.etcd, built.kube_apiserver, built.kube_scheduler):
+            print(path)

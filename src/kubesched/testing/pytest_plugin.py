@@ -1,8 +1,12 @@
 """pytest plugin (entry point ``kubesched``): a real control plane per session, a namespace per test.
 
 Fixtures:
-  ``control_plane_binaries`` (session) - the built binaries; builds them if missing, skips without Go.
-  ``control_plane`` (session) - a started :class:`~kubesched.testing.controlplane.ControlPlane`.
+  ``kubernetes_version`` (session) - the `kubesched.versions.Release` the control plane runs: the reference,
+      or each supported release in turn for a test marked ``all_kubernetes_versions`` (it runs once per release,
+      ids ``k8s-v1.35.4``...; its session fixtures are rebuilt per release, so one control plane runs at a time).
+  ``control_plane_binaries`` (session) - the built binaries of that release; builds them if missing, skips
+      without Go.
+  ``control_plane`` (session) - a started :class:`~kubesched.testing.controlplane.ControlPlane` of that release.
   ``kube_namespace`` (function) - the name of a fresh namespace, deleted afterwards.
 
 Without Go the tier is skipped, except under ``CI=true`` where it fails, so CI cannot go green by skipping.
@@ -19,6 +23,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from kubesched.testing import build
+from kubesched.versions import REFERENCE, SUPPORTED, Release, parse_release
 
 if TYPE_CHECKING:
     from kubesched.testing.controlplane import ControlPlane
@@ -32,6 +37,28 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "controlplane: needs the real etcd + kube-apiserver (+ kube-scheduler) of kubesched.testing"
     )
+    config.addinivalue_line(
+        "markers",
+        "all_kubernetes_versions: run once against the control plane of each supported Kubernetes release",
+    )
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """A test marked ``all_kubernetes_versions`` runs on the control plane of each supported release."""
+    if metafunc.definition.get_closest_marker("all_kubernetes_versions") is None:
+        return
+    if "kubernetes_version" not in metafunc.fixturenames:
+        return
+    metafunc.parametrize(
+        "kubernetes_version", SUPPORTED, indirect=True, scope="session", ids=[f"k8s-v{v}" for v in SUPPORTED]
+    )
+
+
+@pytest.fixture(scope="session")
+def kubernetes_version(request: pytest.FixtureRequest) -> Release:
+    """The release the session's control plane runs (parametrized by ``all_kubernetes_versions``)."""
+    param = getattr(request, "param", None)
+    return parse_release(param) if param is not None else REFERENCE
 
 
 @pytest.hookimpl(wrapper=True)
@@ -57,9 +84,11 @@ def _in_ci() -> bool:
 
 
 @pytest.fixture(scope="session")
-def control_plane_binaries(request: pytest.FixtureRequest) -> build.Binaries:
-    """etcd, kube-apiserver and kube-scheduler, built into the cache on first use (15-30 min cold)."""
-    found = build.cached()
+def control_plane_binaries(request: pytest.FixtureRequest, kubernetes_version: Release) -> build.Binaries:
+    """etcd, kube-apiserver and kube-scheduler of ``kubernetes_version``, built into the cache on first use
+    (15-30 min cold)."""
+    k8s = kubernetes_version.version
+    found = build.cached(k8s)
     if found is not None:
         return found
     reason = build.go_available()
@@ -72,8 +101,8 @@ def control_plane_binaries(request: pytest.FixtureRequest) -> build.Binaries:
     # A cold build takes many minutes: let its progress lines through pytest's output capture.
     if capture is not None:
         with capture.global_and_fixture_disabled():
-            return build.ensure(echo=True)
-    return build.ensure(echo=True)
+            return build.ensure(k8s, echo=True)
+    return build.ensure(k8s, echo=True)
 
 
 @pytest.fixture(scope="session")

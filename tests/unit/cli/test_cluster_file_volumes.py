@@ -66,7 +66,7 @@ def test_a_wait_for_first_consumer_claim_goes_to_its_pv_and_takes_it(
     # The PV is bound to the first claim now: the second finds none (and no-provisioner cannot make one).
     assert got["default/b"] == (
         "0/2 nodes are available: 2 node(s) didn't find available persistent volumes to bind. "
-        "no new claims to deallocate, preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling."
+        "preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling."
     )
 
 

@@ -253,19 +253,17 @@ def test_config_validate_and_scheduler_run_give_one_verdict(
 def test_the_kubernetes_version_selects_the_rules(
     cli: Callable[[Sequence[str]], int], capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    """The flag itself is another change's; both commands read `args.kubernetes_version` when it is there."""
-    from kubesched.cli import config_cmd, scheduler_cmd
+    from kubesched.cli import scheduler_cmd
 
     path = tmp_path / "c.yaml"
     path.write_text(SCHED_HEAD + "profiles:\n- schedulerName: s\n  plugins:\n    placementScore: {}\n")
     assert cli(["config", "validate", str(path)]) == 0  # the reference, 1.37, has placementScore
-    args = argparse.Namespace(config_command="validate", file=str(path), kubernetes_version="v1.35.4")
-    with pytest.raises(CLIError, match=r"placementScore: unknown field; placementScore is an extension point"):
-        config_cmd.run(args)
-    args.kubernetes_version = "1.30"
-    with pytest.raises(CLIError, match=r"--kubernetes-version: kube-scheduler 1.30: not supported"):
-        config_cmd.run(args)
+    capsys.readouterr()
+    assert cli(["config", "validate", "--kubernetes-version", "v1.35.4", str(path)]) == 2
+    assert "placementScore: unknown field; placementScore is an extension point" in capsys.readouterr().err
+    assert cli(["config", "validate", "--kubernetes-version", "1.30", str(path)]) == 2
+    assert "--kubernetes-version: unsupported Kubernetes version '1.30'" in capsys.readouterr().err
     assert scheduler_cmd.config_version(argparse.Namespace(kubernetes_version="v1.35.4")) == "1.35"
     assert scheduler_cmd.config_version(argparse.Namespace()) == "1.37"
-    with pytest.raises(CLIError, match=r"--kubernetes-version: kube-scheduler 1\.30: not supported"):
+    with pytest.raises(CLIError, match=r"--kubernetes-version: unsupported Kubernetes version '1\.30'"):
         scheduler_cmd.config_version(argparse.Namespace(kubernetes_version="1.30"))

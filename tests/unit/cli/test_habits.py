@@ -25,7 +25,7 @@ def test_version_names_ours_and_the_kubernetes_reference(capsys: pytest.CaptureF
         main(["--version"])
     assert end.value.code == 0
     out = capsys.readouterr().out
-    assert out.startswith("kubesched ") and "(Kubernetes reference v1.35.4)" in out
+    assert out.startswith("kubesched ") and "(Kubernetes reference v1.37.2; also supported: v1.35.4)" in out
 
 
 def test_a_closed_pipe_ends_quietly_as_kubectl_does() -> None:

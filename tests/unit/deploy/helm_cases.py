@@ -140,7 +140,7 @@ CASES: list[Case] = [
                 "policyFiles": {"licensed_policy.py": LICENSED},
                 "managedResources": licensed_resources(),
                 "schedulerName": "licensed",
-                "kubeSchedulerImage": "reg.example/kube-scheduler:v1.35.4",
+                "kubeSchedulerImage": "reg.example/kube-scheduler:v1.37.2",
             }
         },
         lambda t: [
@@ -153,7 +153,7 @@ CASES: list[Case] = [
             "--scheduler-name",
             "licensed",
             "--kube-scheduler-image",
-            "reg.example/kube-scheduler:v1.35.4",
+            "reg.example/kube-scheduler:v1.37.2",
         ],
     ),
     (

@@ -114,7 +114,7 @@ def test_the_second_kube_scheduler_is_configured_with_kubesched_config(tls: Webh
     )
     assert [r.name for r in ext.managed_resources] == ["example.com/custom-resource"]
     pod = find(objects, "Deployment", extender.SCHEDULER)["spec"]["template"]["spec"]
-    assert pod["containers"][0]["image"] == "registry.k8s.io/kube-scheduler:v1.35.4"
+    assert pod["containers"][0]["image"] == "registry.k8s.io/kube-scheduler:v1.37.2"
 
 
 def test_bind_verb_only_when_binding_is_enabled() -> None:

@@ -5,20 +5,28 @@ from typing import Any
 import msgspec
 import pytest
 
-from kubesched.framework.interfaces import CycleState
+from kubesched.core.nodetable import NodeTable
+from kubesched.framework.handle import Handle
+from kubesched.framework.interfaces import CycleState, NodeBatch
 from kubesched.framework.profile import PluginRef, ProfileError, ProfileSpec
 from kubesched.framework.runtime import Framework
 from kubesched.framework.status import SKIP, SUCCESS, Status
 from kubesched.plugins import in_tree
 from kubesched.plugins.balanced_allocation import NodeResourcesBalancedAllocation, NodeResourcesBalancedAllocationArgs
 from kubesched.testing.builders import batch, make_node, make_pod, make_table
+from kubesched.versions import Release, parse_release
 
 GPU = "example.com/gpu"
 WITH_GPU = {"resources": [{"name": "cpu"}, {"name": "memory"}, {"name": GPU}]}
 
 
-def plugin(args: dict[str, Any] | None = None) -> NodeResourcesBalancedAllocation:
-    return NodeResourcesBalancedAllocation(msgspec.convert(args or {}, NodeResourcesBalancedAllocationArgs))
+V1_35, V1_37 = parse_release("1.35"), parse_release("1.37")
+
+
+def plugin(args: dict[str, Any] | None = None, release: Release = V1_35) -> NodeResourcesBalancedAllocation:
+    return NodeResourcesBalancedAllocation(
+        msgspec.convert(args or {}, NodeResourcesBalancedAllocationArgs), Handle(release=release)
+    )
 
 
 @pytest.mark.parametrize(
@@ -57,7 +65,47 @@ def test_pre_score_skips_best_effort_pods(
     ids=["two-resources", "real-requests", "three-resources", "single-fraction"],
 )
 def test_score(args: dict[str, Any] | None, requests: dict[str, str], expected: list[int]) -> None:
-    table = make_table(
+    """v1.35: the balance with the pod."""
+    table = three_nodes()
+    assert plugin(args).score(CycleState(), make_pod(requests=requests), batch(table)).tolist() == expected
+    # The one-node path (batching's) computes the same.
+    for row, want in enumerate(expected):
+        one = one_row(table, row)
+        assert plugin(args).score(CycleState(), make_pod(requests=requests), one).tolist() == [want]
+
+
+@pytest.mark.parametrize(
+    ("args", "requests", "expected"),
+    [
+        # score = 50 + (50 + with - without) // 2. n: with 87 (above), without cpu 0.25, memory 0.125 -> 93: 72.
+        # small: with 100, without (cpu min(2, 1) = 1, memory 0) 50: 100. gpu: with 93, without 100: 71.
+        (None, {"cpu": "1", "memory": "1Gi"}, [72, 100, 71]),
+        # n: with 81, without 93 -> 69; small: with 50, without 50 -> 75; gpu: with 87, without 100 -> 68.
+        (None, {"cpu": "1"}, [69, 75, 68]),
+        # gpu: with 94, without (0, 0, 0) 100 -> 72; n and small as two-resources.
+        (WITH_GPU, {"cpu": "1", "memory": "1Gi", GPU: "1"}, [72, 100, 72]),
+        # One fraction or equal fractions: 100 with and without -> 75 everywhere.
+        ({"resources": [{"name": "cpu"}, {"name": GPU}]}, {"cpu": "1", GPU: "1"}, [75, 75, 75]),
+    ],
+    ids=["two-resources", "real-requests", "three-resources", "single-fraction"],
+)
+def test_score_v1_37_scores_the_improvement(
+    args: dict[str, Any] | None, requests: dict[str, str], expected: list[int]
+) -> None:
+    """v1.37 (balancedResourceScorer): the change the pod makes to the node's balance."""
+    table = three_nodes()
+    pod = make_pod(requests=requests)
+    assert plugin(args, V1_37).score(CycleState(), pod, batch(table)).tolist() == expected
+    for row, want in enumerate(expected):
+        assert plugin(args, V1_37).score(CycleState(), pod, one_row(table, row)).tolist() == [want]
+
+
+def one_row(table: NodeTable, row: int) -> NodeBatch:
+    return NodeBatch(table, table.rows()[row : row + 1])
+
+
+def three_nodes() -> NodeTable:
+    return make_table(
         [
             make_node("n", alloc={"cpu": "4", "memory": "8Gi"}),
             make_node("small", alloc={"cpu": "1", "memory": "1Gi"}),
@@ -68,7 +116,6 @@ def test_score(args: dict[str, Any] | None, requests: dict[str, str], expected: 
             "small": [make_pod("s", requests={"cpu": "2"})],
         },
     )
-    assert plugin(args).score(CycleState(), make_pod(requests=requests), batch(table)).tolist() == expected
 
 
 @pytest.mark.parametrize(

@@ -15,16 +15,25 @@ from kubesched.framework.runtime import Framework
 from kubesched.plugins import IN_TREE, default_profile_plugins, in_tree
 from kubesched.plugins.default_preemption import DefaultPreemption
 from kubesched.testing.builders import batch, make_node, make_pod, make_table
+from kubesched.versions import REFERENCE, Release, parse_release
 
 Z1 = {"zone": "z1"}
 
 
-def test_default_profile_order_and_weights() -> None:
-    assert default_profile_plugins() == (
+V1_35, V1_37 = parse_release("1.35"), parse_release("1.37")
+
+
+@pytest.mark.parametrize(
+    ("release", "first"), [(V1_35, ("NodeUnschedulable", "NodeName")), (V1_37, ("NodeName", "NodeUnschedulable"))]
+)
+def test_default_profile_order_and_weights(release: Release, first: tuple[str, str]) -> None:
+    """default_plugins.go of each release: v1.37 runs NodeName before NodeUnschedulable (and appends
+    NodeDeclaredFeatures, which kubesched has not: the list is limited to the registry's plugins)."""
+    assert default_profile_plugins(release=release) == (
         PluginRef("SchedulingGates"),
         PluginRef("PrioritySort"),
-        PluginRef("NodeUnschedulable"),
-        PluginRef("NodeName"),
+        PluginRef(first[0]),
+        PluginRef(first[1]),
         PluginRef("TaintToleration", 3),
         PluginRef("NodeAffinity", 2),
         PluginRef("NodePorts"),
@@ -41,6 +50,7 @@ def test_default_profile_order_and_weights() -> None:
         PluginRef("ImageLocality", 1),
         PluginRef("DefaultBinder"),
     )
+    assert default_profile_plugins() == default_profile_plugins(release=V1_37)  # the reference
 
 
 class VolumeBinding(ScorePlugin):
@@ -59,8 +69,9 @@ def test_in_tree_is_a_new_registry_each_time_and_new_plugins_take_upstream_place
     )
 
 
-def framework() -> Framework:
-    return Framework.build(ProfileSpec(plugins=default_profile_plugins()), in_tree())
+def framework(release: Release = REFERENCE) -> Framework:
+    spec = ProfileSpec(plugins=default_profile_plugins(release=release))
+    return Framework.build(spec, in_tree(), Handle(release=release))
 
 
 def host_port(port: int) -> dict[str, Any]:
@@ -150,7 +161,8 @@ def test_node_name_affinity_narrows_before_filtering(terms: list[dict[str, Any]]
     assert outcome.diagnosis.message(len(table)) == message
 
 
-def test_feasible_nodes_are_scored_with_default_weights() -> None:
+@pytest.mark.parametrize(("release", "balanced"), [(V1_35, 93), (V1_37, 50 + (50 + 93 - 100) // 2)])
+def test_feasible_nodes_are_scored_with_default_weights(release: Release, balanced: int) -> None:
     table = make_table(
         [
             make_node("soft-tainted", labels=Z1, taints=[{"key": "spot", "effect": "PreferNoSchedule"}]),
@@ -168,14 +180,15 @@ def test_feasible_nodes_are_scored_with_default_weights() -> None:
         }
     }
     pod = make_pod(requests={"cpu": "1", "memory": "1Gi"}, affinity=affinity)
-    fw, state = framework(), CycleState()
+    fw, state = framework(release), CycleState()
     outcome = fw.find_feasible(state, pod, batch(table))
     assert outcome.feasible.tolist() == [0, 1]
     totals, weight_sum = fw.prioritize(state, pod, batch(table))
     # TaintToleration (weight 3): 0 / 100; NodeAffinity (weight 2): 100 / 0;
-    # Fit: (75 + 87)/2 = 81; Balanced: std 0.0625 -> 93; ImageLocality (weight 1): 0 / 0.
+    # Fit: (75 + 87)/2 = 81; Balanced: std 0.0625 -> 93 with the pod (v1.35's score), 100 without it (v1.37
+    # scores the change: 71); ImageLocality (weight 1): 0 / 0.
     # PodTopologySpread and InterPodAffinity skip: no spreading constraints, no pod affinity anywhere.
-    assert totals.tolist() == [0 * 3 + 100 * 2 + 81 + 93, 100 * 3 + 0 * 2 + 81 + 93]
+    assert totals.tolist() == [0 * 3 + 100 * 2 + 81 + balanced, 100 * 3 + 0 * 2 + 81 + balanced]
     # DynamicResources skips scoring a pod without claims (upstream scores it 0 everywhere: the same totals).
     assert weight_sum == 8
 
@@ -233,7 +246,7 @@ def test_full_profile_message_when_preemption_cannot_help() -> None:
     assert attempt(table, make_pod("p", requests={"cpu": "1"})) == (
         "",
         "0/3 nodes are available: 1 node(s) had untolerated taint(s), 2 Insufficient cpu. "
-        "no new claims to deallocate, preemption: 0/3 nodes are available: 1 Preemption is not helpful for scheduling, "
+        "preemption: 0/3 nodes are available: 1 Preemption is not helpful for scheduling, "
         "2 No preemption victims found for incoming pod.",
     )
 
@@ -269,7 +282,7 @@ def test_full_profile_message_with_spreading_and_anti_affinity() -> None:
         "",
         "0/4 nodes are available: 1 node(s) didn't match pod topology spread constraints (missing required label), "
         "1 node(s) had untolerated taint(s), 2 node(s) didn't match pod anti-affinity rules. "
-        "no new claims to deallocate, preemption: 0/4 nodes are available: "
+        "preemption: 0/4 nodes are available: "
         "2 No preemption victims found for incoming pod, 2 Preemption is not helpful for scheduling.",
     )
 

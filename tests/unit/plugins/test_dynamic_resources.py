@@ -23,6 +23,7 @@ from kubesched.scheduler.engine.scheduler import Scheduler
 from kubesched.scheduler.memory import MemoryCluster, run_until_settled
 from kubesched.scheduler.profiles.manager import build
 from kubesched.testing.builders import batch, make_table
+from kubesched.versions import parse_release
 
 DRIVER = "gpu.example.com"
 CONFIG = parse({"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration"})
@@ -153,9 +154,8 @@ async def test_a_missing_device_class_is_unresolvable_until_it_is_created() -> N
     res = ResourceObjects([], [gpus("n1", "a10")], [claim("c", cls="nope")])
     world = World([node("n1")], [pod("p", "c")], res)
     assert await world.settle() == {
-        # PreFilter stopped before it kept the claims: upstream's PostFilter sees none.
-        "default/p": "0/1 nodes are available: request gpu: device class nope does not exist. no new claims to"
-        " deallocate,"
+        # PreFilter stopped before it kept the claims: upstream's PostFilter sees none (v1.37: no reason).
+        "default/p": "0/1 nodes are available: request gpu: device class nope does not exist."
         " preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling."
     }
     res.on_change = world.scheduler.resources_changed
@@ -173,8 +173,9 @@ async def test_a_broken_selector_fails_the_pod_with_the_cel_error() -> None:
     ), reason
 
 
-def test_pods_without_claims_skip_the_plugin_and_get_v135_s_post_filter_reason() -> None:
-    plugin = DynamicResources(handle=Handle(resources=ResourceObjects()))
+@pytest.mark.parametrize(("version", "reason"), [("1.35", "no new claims to deallocate"), ("1.37", "")])
+def test_pods_without_claims_skip_the_plugin_and_get_the_releases_post_filter_reason(version: str, reason: str) -> None:
+    plugin = DynamicResources(handle=Handle(resources=ResourceObjects(), release=parse_release(version)))
     info = compile_pod(
         msgspec.convert({"metadata": {"name": "x", "uid": "x"}, "spec": {"containers": [{"name": "c"}]}}, Pod)
     )
@@ -186,7 +187,10 @@ def test_pods_without_claims_skip_the_plugin_and_get_v135_s_post_filter_reason()
         and plugin.pre_bind_pre_flight(state, info, "n").code == Code.SKIP
     )
     nominated, status = plugin.post_filter(state, info, make_table([]), None)  # type: ignore[arg-type]
-    assert (nominated, status.code, status.message) == (None, Code.UNSCHEDULABLE, "no new claims to deallocate")
+    assert (nominated, status.code, status.message) == (None, Code.UNSCHEDULABLE, reason)
+    # Its PreFilter never ran (an earlier PreFilter rejected the pod): upstream's state read fails, "not found".
+    nominated, status = plugin.post_filter(CycleState(), info, make_table([]), None)  # type: ignore[arg-type]
+    assert (status.code, status.message) == (Code.ERROR, "not found")
 
 
 def test_a_pod_with_claims_is_not_signable() -> None:

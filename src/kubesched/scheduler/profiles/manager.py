@@ -28,8 +28,9 @@ from kubesched.framework.interfaces import Handle
 from kubesched.framework.loader import load_object
 from kubesched.framework.profile import extension_points
 from kubesched.framework.registry import Registry, RegistryError
-from kubesched.plugins import UPSTREAM_DEFAULT_PLUGINS, in_tree
+from kubesched.plugins import in_tree
 from kubesched.scheduler.engine.built import Built as Built
+from kubesched.versions import REFERENCE, Release
 
 ENTRY_POINT_GROUP = "kubesched.plugins"
 log = logging.getLogger("kubesched.scheduler")
@@ -90,17 +91,25 @@ def build(
     registry: Registry,
     make_handle: Callable[[str], Handle],
     errors: Iterable[FieldError] = (),
+    release: Release = REFERENCE,
 ) -> Built:
-    """Every profile of an already-read ``config`` from an already-loaded ``registry``.
+    """Every profile of an already-read ``config`` from an already-loaded ``registry``, with ``release``'s default
+    plugins and semantics (each handle gets it before its plugins are built).
 
     ConfigError lists every problem (``errors`` may bring earlier ones: of reading and loading)."""
     problems = list(errors)
+
+    def handle_of(name: str) -> Handle:
+        handle = make_handle(name)
+        handle.release = release
+        return handle
+
     profiles = build_profiles(
         config.profiles,
         registry,
-        make_handle,
+        handle_of,
         problems,
-        defaults=UPSTREAM_DEFAULT_PLUGINS,
+        defaults=release.default_plugins,
         ignored_resources=config.ignored_resources,
     )
     if problems:
@@ -136,20 +145,22 @@ class Loaded:
     config: SchedulerConfiguration
     registry: Registry
     errors: tuple[FieldError, ...] = ()
+    release: Release = REFERENCE
 
     def build(self, make_handle: Callable[[str], Handle]) -> Built:
         """The configuration's profiles, each plugin given ``make_handle(profile name)``; raises ConfigError."""
-        return build(self.config, self.registry, make_handle, self.errors)
+        return build(self.config, self.registry, make_handle, self.errors, self.release)
 
 
 def load(
     config: SchedulerConfiguration,
     errors: Iterable[FieldError] = (),
     entry_points: EntryPoints = _installed_entry_points,
+    release: Release = REFERENCE,
 ) -> Loaded:
     """The registry an already-read configuration needs (its plugin files are imported here, once)."""
     registry, load_errors = load_registry(config.plugin_modules, entry_points)
-    return Loaded(config, registry, (*errors, *load_errors))
+    return Loaded(config, registry, (*errors, *load_errors), release)
 
 
 def read(

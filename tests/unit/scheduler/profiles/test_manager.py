@@ -22,6 +22,7 @@ from kubesched.scheduler.profiles.manager import (
     load_registry,
     module_files,
 )
+from kubesched.versions import parse_release
 
 HEAD = {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration"}
 PLUGIN_SOURCE = """
@@ -56,10 +57,19 @@ def points(built: Built, profile: str = "default-scheduler") -> dict[str, tuple[
     return {k: v for k, v in built.profiles[profile].points.items() if v}
 
 
-def test_the_default_profile_is_upstreams_list_limited_to_existing_plugins() -> None:
-    built = built_from({})
+@pytest.mark.parametrize(("version", "first"), [("1.35", "NodeUnschedulable"), ("1.37", "NodeName")])
+def test_the_default_profile_is_upstreams_list_limited_to_existing_plugins(
+    version: str, first: str, tmp_path: Path
+) -> None:
+    config = parse(HEAD, base=tmp_path)
+    registry, errors = load_registry(config.plugin_modules, no_entry_points)
+    release = parse_release(version)
+    built = build(config, registry, Handle, errors, release)
     fw = built.profiles["default-scheduler"].framework
-    assert [p.name for p in fw.filter][:4] == ["NodeUnschedulable", "NodeName", "TaintToleration", "NodeAffinity"]
+    second = ({"NodeName", "NodeUnschedulable"} - {first}).pop()
+    assert [p.name for p in fw.filter][:4] == [first, second, "TaintToleration", "NodeAffinity"]
+    # Every plugin was built with the release's semantics.
+    assert all(p.handle.release is release for p in fw.plugins)
     weights = {p.name: w for p, w in fw.score}
     assert weights["TaintToleration"] == 3 and weights["NodeAffinity"] == 2 and weights["NodeResourcesFit"] == 1
 
