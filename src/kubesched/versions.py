@@ -82,6 +82,9 @@ class Release:
     # DynamicResources' PostFilter gives "no new claims to deallocate" for a pod without claims (v1.35); v1.37
     # rejects without a reason (dynamicresources.go PostFilter).
     dra_post_filter_names_no_claims: bool = False
+    # DefaultPreemption's success says where (v1.37 preemption.go Preempt: "found a potential placement for pod
+    # on node X, preempting N victims", shown after "preemption: " in the FitError); v1.35's success is silent.
+    preemption_success_says_where: bool = True
 
     @property
     def minor(self) -> str:
@@ -102,6 +105,7 @@ RELEASES: tuple[Release, ...] = (
         image_locality_counts_image_volumes=False,
         feature_gates=(("OpportunisticBatching", True, False),),
         dra_post_filter_names_no_claims=True,
+        preemption_success_says_where=False,
     ),
     Release(
         version="1.37.2",

@@ -12,7 +12,7 @@ from kubesched.config.check import validate_file
 from kubesched.scheduler.profiles.manager import PluginSource
 from kubesched.testing import build
 from kubesched.testing.scheduler import SchedulerConfigError, check_with_binary
-from kubesched.versions import KUBERNETES_VERSION
+from kubesched.versions import Release
 
 KUBECONFIG = """\
 apiVersion: v1
@@ -84,8 +84,11 @@ def scheduler_binary(control_plane_binaries: build.Binaries) -> Path:
     return control_plane_binaries.kube_scheduler
 
 
+@pytest.mark.all_kubernetes_versions
 @pytest.mark.parametrize("case", sorted(FILES))
-def test_kubesched_refuses_what_kube_scheduler_refuses(case: str, scheduler_binary: Path, tmp_path: Path) -> None:
+def test_kubesched_refuses_what_kube_scheduler_refuses(
+    case: str, scheduler_binary: Path, kubernetes_version: Release, tmp_path: Path
+) -> None:
     kubeconfig = tmp_path / "kubeconfig"
     kubeconfig.write_text(KUBECONFIG)
     body = FILES[case]
@@ -101,6 +104,6 @@ def test_kubesched_refuses_what_kube_scheduler_refuses(case: str, scheduler_bina
         reason = ""
     except SchedulerConfigError as err:
         reason = str(err)
-    verdict = validate_file(path, PluginSource(entry_points=lambda: ()), version=KUBERNETES_VERSION)
+    verdict = validate_file(path, PluginSource(entry_points=lambda: ()), version=kubernetes_version.minor)
     ours = "\n".join(str(e) for e in verdict.errors)
     assert bool(ours) == bool(reason), f"kube-scheduler: {reason or 'accepts'}\nkubesched: {ours or 'accepts'}"

@@ -195,6 +195,9 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin):
             return None, Status.unschedulable(ERR_NO_CANDIDATE)
         best = trimmed[0] if len(trimmed) == 1 else pick_one(trimmed, now)
         state[self.name] = Preemption(best.node, best.victims)
+        if self.handle.release.preemption_success_says_where:
+            where = f"found a potential placement for pod on node {best.node}, preempting {len(best.victims)} victims"
+            return best.node, Status(Code.SUCCESS, (where,))
         return best.node, SUCCESS
 
     @staticmethod

@@ -21,6 +21,7 @@ from kubesched.plugins.default_preemption import DefaultPreemption, Preemption, 
 from kubesched.plugins.helpers.preemption_candidates import Candidate, pick_one, split_by_pdb
 from kubesched.scheduler.engine.nominator import Nominator
 from kubesched.testing.builders import batch, make_node, make_pod, make_table
+from kubesched.versions import parse_release
 
 HOST = "kubernetes.io/hostname"
 _uids = itertools.count()
@@ -55,6 +56,13 @@ class FakeCluster:
 
     def namespace_labels(self, namespace: str) -> Mapping[str, str] | None:
         return {}
+
+
+def found(node: str, victims: int) -> Status:
+    """DefaultPreemption's success as kube-scheduler v1.37 words it (v1.35's says nothing)."""
+    return Status(
+        Code.SUCCESS, (f"preemption: found a potential placement for pod on node {node}, preempting {victims} victims",)
+    )
 
 
 def pod(
@@ -137,9 +145,15 @@ def test_the_fewest_victims_are_taken_and_the_table_is_restored() -> None:
     before = s.pods()
     nominated, status, state = s.preempt(pod("p", 10, "2"))
     # b (more important) is reprieved first and fits with p; a must go.
-    assert (nominated, status) == ("n1", SUCCESS)
+    assert (nominated, status) == ("n1", found("n1", 1))
     assert chosen(state) == ("n1", ["a"])
     assert s.pods() == before
+
+
+def test_a_preemptions_success_is_silent_in_v1_35() -> None:
+    s = setup([node("n1")], {"n1": [pod("a", 1, "2"), pod("b", 2, "2")]}, release=parse_release("1.35"))
+    nominated, status, _ = s.preempt(pod("p", 10, "2"))
+    assert (nominated, status) == ("n1", SUCCESS)
 
 
 def test_pdb_violating_pods_are_reprieved_first() -> None:
@@ -213,7 +227,7 @@ def test_the_candidate_choice_runs_over_the_dry_run() -> None:
     """n1's victim has priority 5, n2's priority 3: n2 is chosen although n1 comes first."""
     s = setup([node("n1"), node("n2")], {"n1": [pod("a", 5, "4")], "n2": [pod("b", 3, "4")]})
     nominated, status, state = s.preempt(pod("p", 10, "2"))
-    assert (nominated, status, chosen(state)) == ("n2", SUCCESS, ("n2", ["b"]))
+    assert (nominated, status, chosen(state)) == ("n2", found("n2", 1), ("n2", ["b"]))
 
 
 def test_the_dry_run_updates_prefilter_state_of_affinity_plugins() -> None:
@@ -229,7 +243,7 @@ def test_the_dry_run_updates_prefilter_state_of_affinity_plugins() -> None:
     }
     s = setup([node("n1"), node("n2")], {"n1": [web], "n2": [high]})
     nominated, status, state = s.preempt(pod("p", 10, "1", affinity=anti))
-    assert (nominated, status, chosen(state)) == ("n1", SUCCESS, ("n1", ["web"]))
+    assert (nominated, status, chosen(state)) == ("n1", found("n1", 1), ("n1", ["web"]))
 
 
 NEVER = "preemption: not eligible due to preemptionPolicy=Never."
@@ -325,7 +339,7 @@ def test_extenders_trim_the_candidates() -> None:
         "n1": (["a"], 0),
         "n2": (["b"], 0),
     }
-    assert (nominated, status, chosen(state)) == ("n2", SUCCESS, ("n2", ["b"]))
+    assert (nominated, status, chosen(state)) == ("n2", found("n2", 1), ("n2", ["b"]))
 
 
 @pytest.mark.parametrize(
@@ -387,7 +401,7 @@ def test_nominated_pods_at_least_as_important_keep_their_room_in_the_dry_run() -
     assert not nominated and not status.ok and "Insufficient cpu" in status.message
     nominator.remove("uid-high")
     nominated, status, state = s.preempt(pod("p", 50, "2"))
-    assert (nominated, status) == ("n1", SUCCESS) and chosen(state) == ("n1", ["victim"])
+    assert (nominated, status) == ("n1", found("n1", 1)) and chosen(state) == ("n1", ["victim"])
 
 
 async def test_preempting_clears_the_nominations_of_less_important_pods_on_the_node() -> None:

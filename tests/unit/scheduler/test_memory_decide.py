@@ -65,7 +65,10 @@ async def test_preemption_names_the_node_and_the_victims() -> None:
     got_ = decode_snapshot({"nodes": nodes, "pods": snapshot})
     got = await decide(build_default, got_.nodes, got_.pods)
     assert got.node is None and got.nominated == "big" and got.victims == ("ns/low",)
-    assert got.message == "0/1 nodes are available: 1 Insufficient cpu."
+    assert got.message == (
+        "0/1 nodes are available: 1 Insufficient cpu. preemption: found a potential placement for pod on node big,"
+        " preempting 1 victims"
+    )
 
 
 async def test_a_snapshot_without_a_pending_pod_is_an_error() -> None:

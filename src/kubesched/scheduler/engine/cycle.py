@@ -333,7 +333,7 @@ class Cycle:
             code = status.code
             if status.ok:
                 out.nominated, out.post_filter = nominated or None, plugin
-                reasons = []
+                reasons = list(status.reasons)  # kube-scheduler shows a success's message too (v1.37's preemption)
                 break
             if status.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
                 reasons = list(status.reasons)
