@@ -10,6 +10,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+# The words a plugin uses for a setting kube-scheduler accepts and kubesched cannot honour (config.check tells such a
+# configuration "valid for kube-scheduler, not runnable by kubesched" by them).
+NOT_IMPLEMENTED = "kubesched does not implement"
+
 
 @dataclass(frozen=True, slots=True)
 class FieldError:

@@ -18,7 +18,7 @@ from typing import Protocol
 from kubesched.config.parse import read_text
 from kubesched.config.profiles import SchedulerConfiguration, read, read_file
 from kubesched.config.upstream import REFERENCE, Release, release
-from kubesched.errors import FieldError, child, index
+from kubesched.errors import NOT_IMPLEMENTED, FieldError, child, index
 from kubesched.framework.profile import EXTENSION_POINTS, MULTI_POINT, PluginSet, ProfileConfig
 from kubesched.framework.registry import Registry, did_you_mean
 
@@ -122,7 +122,10 @@ def _finish(
                     )
         warnings += _unused_args(profile, known)
     if build and not errors and not unrunnable:
-        errors += plugins.build(config, registry)
+        for problem in plugins.build(config, registry):
+            # A plugin's args kube-scheduler accepts but kubesched's plugin cannot honour (it says so in these
+            # words, e.g. VolumeBinding's `shape`): unrunnable, like a plugin kubesched lacks, not invalid.
+            (unrunnable if NOT_IMPLEMENTED in problem.message else errors).append(problem)
     return Verdict(config, tuple(errors), tuple(unrunnable), tuple(warnings))
 
 

@@ -24,7 +24,7 @@ from kubesched.api.node_fields import NodeFields
 from kubesched.api.storage import PersistentVolume, PersistentVolumeClaim
 from kubesched.core.nodetable import BoolColumn, IntColumn, NodeTable, Rows
 from kubesched.core.podinfo import PodInfo
-from kubesched.errors import PluginError
+from kubesched.errors import NOT_IMPLEMENTED, PluginError
 from kubesched.framework.events import NODE_CHANGE, ActionType, ClusterEvent, ClusterEventWithHint, EventResource
 from kubesched.framework.interfaces import (
     CycleState,
@@ -98,7 +98,7 @@ class VolumeBinding(
             # kube-scheduler 1.35 refuses it (the gate is off; config.check says so in its words); 1.37 scores
             # by it (StorageCapacityScoring on), which kubesched does not implement: refused, never ignored.
             raise ValueError(
-                "shape: kubesched does not implement StorageCapacityScoring (scoring nodes by their free storage"
+                f"shape: {NOT_IMPLEMENTED} StorageCapacityScoring (scoring nodes by their free storage"
                 " capacity): remove `shape`"
             )
         self.bind_timeout = float(args.bind_timeout_seconds)

@@ -189,8 +189,11 @@ def test_requested_to_capacity_ratio_rules_differ_between_releases() -> None:
 
 def test_volume_binding_shape_needs_storage_capacity_scoring_on_1_35() -> None:
     doc = args("VolumeBinding", {"shape": [{"utilization": 0, "score": 10}, {"utilization": 100, "score": 0}]})
-    # 1.37 accepts it; kubesched's plugin does not score by storage capacity and says so when it builds.
-    assert errors(doc, "1.37") == [
+    # 1.37 accepts it; kubesched's plugin does not score by storage capacity and says so when it builds: valid, but
+    # not runnable by kubesched (as a plugin kubesched lacks).
+    got = verdict(doc, "1.37")
+    assert not got.errors and not got.ok
+    assert [str(e) for e in got.unrunnable] == [
         "profiles[0].pluginConfig[0].args: shape: kubesched does not implement StorageCapacityScoring (scoring"
         " nodes by their free storage capacity): remove `shape`"
     ]
