@@ -49,7 +49,7 @@ bench-compare: setup
 SEEDS ?= 0-19
 PODS ?= 30
 diff: setup build-control-plane
-	$(BIN)/python benchmarks/differential.py --seeds $(SEEDS) --pods $(PODS)
+	$(BIN)/python benchmarks/differential.py --seeds $(SEEDS) --pods $(PODS) $(if $(K8S),--kubernetes-version $(K8S))
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache

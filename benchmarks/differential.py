@@ -13,9 +13,11 @@ import sys
 import time
 
 from kubesched.scheduler.memory import snapshot_decider
+from kubesched.testing import build
 from kubesched.testing.controlplane import ControlPlane
 from kubesched.testing.differential.generate import Knobs
 from kubesched.testing.differential.runner import Case, Report, run
+from kubesched.versions import REFERENCE, parse_release
 
 
 def seeds(text: str) -> list[int]:
@@ -31,7 +33,16 @@ def main() -> int:
     parser.add_argument("--seeds", type=seeds, default=seeds("0-19"), help="seeds: 0-19 or 3,7,9")
     parser.add_argument("--pods", type=int, default=30, help="pending pods per seed")
     parser.add_argument("--names", action="store_true", help="full nodes to the extender (nodeCacheCapable false)")
+    parser.add_argument(
+        "--kubernetes-version",
+        default=REFERENCE.version,
+        help=f"the release (default: the reference {REFERENCE.version})",
+    )
     args = parser.parse_args()
+    try:
+        release = parse_release(args.kubernetes_version)
+    except ValueError as err:
+        parser.error(f"--kubernetes-version: {err}")
 
     def show(case: Case) -> None:
         if case.differences:
@@ -40,18 +51,19 @@ def main() -> int:
     began = time.monotonic()
     report = Report()
     try:
-        with ControlPlane() as cp:
+        with ControlPlane(build.ensure(release.version, echo=True)) as cp:
             run(
                 cp,
                 args.seeds,
-                snapshot_decider({"percentageOfNodesToScore": 100}),
+                snapshot_decider({"percentageOfNodesToScore": 100}, release),
                 knobs=Knobs(pending=args.pods),
                 node_cache_capable=not args.names,
                 progress=show,
                 report=report,
             )
     finally:  # the figures so far, also when the run breaks off
-        print(f"\n{len(report.cases)} pods of {len(args.seeds)} seeds x {args.pods} in {time.monotonic() - began:.0f}s")
+        took = time.monotonic() - began
+        print(f"\nv{release.version}: {len(report.cases)} pods of {len(args.seeds)} seeds x {args.pods} in {took:.0f}s")
         print(report.table())
     return 1 if report.unexplained() else 0
 
