@@ -191,6 +191,12 @@ class RBDVolumeSource(_K):
     read_only: bool = False
 
 
+class ImageVolumeSource(_K):
+    """An OCI image mounted as a volume (ImageLocality counts it from v1.37)."""
+
+    reference: str = ""
+
+
 class Volume(_K):
     """A pod's volume, with the sources the volume plugins read (others are skipped while decoding)."""
 
@@ -203,6 +209,7 @@ class Volume(_K):
     cinder: CinderVolumeSource | None = None
     iscsi: ISCSIVolumeSource | None = None
     rbd: RBDVolumeSource | None = None
+    image: ImageVolumeSource | None = None
 
 
 class PodResourceClaim(_K):

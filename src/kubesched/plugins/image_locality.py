@@ -14,7 +14,7 @@ import numpy as np
 
 from kubesched.api.node_fields import NodeFields
 from kubesched.core.nodetable import IntColumn
-from kubesched.core.podinfo import PodInfo
+from kubesched.core.podinfo import PodInfo, normalized_image
 from kubesched.framework.interfaces import MAX_NODE_SCORE, CycleState, NodeBatch, ScorePlugin, SignFragments, SignPlugin
 
 MB = 1024 * 1024
@@ -42,14 +42,22 @@ class ImageLocality(ScorePlugin, SignPlugin):
 
     def sign(self, pod: PodInfo) -> SignFragments:
         # Every image with its repeats (upstream signs the set, but repeats count in the score) and the
-        # container count (the clamp's upper bound).
-        return (("images", (pod.images, pod.container_count)),)
+        # image count (the clamp's upper bound).
+        return (("images", self._images(pod)),)
+
+    def _images(self, pod: PodInfo) -> tuple[tuple[str, ...], int]:
+        """The images scored and how many there are: containers', and from v1.37 image volumes' too."""
+        if not self.handle.release.image_locality_counts_image_volumes or not pod.pod.spec.volumes:
+            return pod.images, pod.container_count
+        refs = tuple(normalized_image(v.image.reference) for v in pod.pod.spec.volumes if v.image is not None)
+        return pod.images + refs, pod.container_count + len(refs)
 
     def score(self, state: CycleState, pod: PodInfo, nodes: NodeBatch) -> IntColumn:
         table = nodes.table
         index = table.image_index()
         total = len(table)
-        present = [found for found in map(index.get, pod.images) if found is not None]
+        images, count = self._images(pod)
+        present = [found for found in map(index.get, images) if found is not None]
         if not present or not total:
             # No node has any of the images: every sum is 0, clamped to the minimum, so every score is 0.
             return np.zeros(len(nodes), dtype=np.int64)
@@ -60,4 +68,4 @@ class ImageLocality(ScorePlugin, SignPlugin):
             spread = len(np.unique(rows)) / total
             # Fancy-index += adds once per distinct row, matching that set.
             sums[rows] += int(size * spread)
-        return scale(sums[nodes.rows], pod.container_count)
+        return scale(sums[nodes.rows], count)

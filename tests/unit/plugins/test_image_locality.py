@@ -5,9 +5,10 @@ from typing import Any
 import pytest
 
 from kubesched.api.core import Node
-from kubesched.framework.interfaces import CycleState
+from kubesched.framework.interfaces import CycleState, Handle
 from kubesched.plugins.image_locality import ImageLocality
 from kubesched.testing.builders import batch, make_node, make_pod, make_table
+from kubesched.versions import parse_release
 
 MB = 1024 * 1024
 
@@ -64,3 +65,19 @@ TWO_NODES = [
 def test_score(nodes: list[Node], spec: dict[str, Any], expected: list[int]) -> None:
     scores = ImageLocality().score(CycleState(), make_pod(**spec), batch(make_table(nodes)))
     assert scores.tolist() == expected
+
+
+@pytest.mark.parametrize(("version", "expected"), [("1.35", [0, 0]), ("1.37", [49, 0])])
+def test_image_volumes_count_from_v1_37(version: str, expected: list[int]) -> None:
+    """v1.37 sums image volumes' images and counts them in the ceiling: (1000 − 23) × 100 / 1977 = 49 with one
+    container whose image no node has and one image volume n1 holds; v1.35 reads containers only."""
+    spec = {
+        "containers": containers("gcr.io/10-absent"),
+        "volumes": [{"name": "model", "image": {"reference": "gcr.io/2000"}}],
+    }
+    plugin = ImageLocality(handle=Handle(release=parse_release(version)))
+    pod = make_pod(**spec)
+    assert plugin.score(CycleState(), pod, batch(make_table(TWO_NODES))).tolist() == expected
+    assert (
+        plugin.sign(pod) != ImageLocality(handle=Handle(release=parse_release("1.35"))).sign(pod) or version == "1.35"
+    )
