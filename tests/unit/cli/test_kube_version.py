@@ -262,3 +262,27 @@ def test_node_declared_features_per_release(
     assert main(["scheduler", "run", "--cluster", str(tmp_path / "cluster.yaml"), "-o", "json", *flags]) == 0
     got = {p["pod"]: (p["node"], p["reason"]) for p in json.loads(capsys.readouterr().out)["placements"]}
     assert got == expected
+
+
+@pytest.mark.parametrize(
+    ("item", "where"),
+    [
+        ("{kind: Node, metadata: {name: n}, status: {declaredFeatures: 5}}", "$.status.declaredFeatures"),
+        (
+            "{kind: Pod, metadata: {name: p}, spec: {containers: [{name: c, volumeMounts: [{bindMountOptions: ro}]}]}}",
+            "$.spec.containers[0].volumeMounts[0].bindMountOptions",
+        ),
+        (
+            "{kind: Pod, metadata: {name: p}, spec: {containers: [{name: c, restartPolicyRules: {action: x}}]}}",
+            "$.spec.containers[0].restartPolicyRules",
+        ),
+        ("{kind: Pod, metadata: {name: p}, spec: {hostUsers: maybe, containers: [{name: c}]}}", "$.spec.hostUsers"),
+    ],
+)
+def test_malformed_feature_fields_are_a_clear_error(
+    item: str, where: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "cluster.yaml").write_text(f"- {item}\n")
+    assert main(["scheduler", "run", "--cluster", str(tmp_path / "cluster.yaml")]) == 2
+    err = capsys.readouterr().err
+    assert f"at `{where}`" in err and "Traceback" not in err
