@@ -168,3 +168,15 @@ def test_the_slim_extender_node_decodes_declared_features() -> None:
     assert slim.status.declared_features == [RESTART_ALL]
     other = msgspec.json.decode(raw, type=node_type(NodeFields()))
     assert other.status.declared_features is None
+
+
+def test_the_frameworks_kept_verdicts_follow_a_node_that_comes_to_declare_the_feature() -> None:
+    """Filter verdicts are kept per pod shape until a node's static fields change: declaredFeatures is one."""
+    table = make_table(NODES)
+    pod = make_pod(requests={"cpu": "100m"}, **NEEDS_RESTART_ALL)
+    fw = default_framework(V1_37)
+    assert fw.find_feasible(CycleState(), pod, batch(table)).feasible.tolist() == [0]
+    table.upsert(node("none", [RESTART_ALL]))
+    assert fw.find_feasible(
+        CycleState(), make_pod(requests={"cpu": "100m"}, **NEEDS_RESTART_ALL), batch(table)
+    ).feasible.tolist() == [0, 2]
