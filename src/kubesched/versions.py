@@ -85,6 +85,9 @@ class Release:
     # DefaultPreemption's success says where (v1.37 preemption.go Preempt: "found a potential placement for pod
     # on node X, preempting N victims", shown after "preemption: " in the FitError); v1.35's success is silent.
     preemption_success_says_where: bool = True
+    # The NodeDeclaredFeatures gate (pkg/features/kube_features.go): alpha and off in v1.35 (the plugin, enabled
+    # by hand, skips every pod), GA in v1.37 (in the default profile).
+    node_declared_features: bool = True
 
     @property
     def minor(self) -> str:
@@ -106,6 +109,7 @@ RELEASES: tuple[Release, ...] = (
         feature_gates=(("OpportunisticBatching", True, False),),
         dra_post_filter_names_no_claims=True,
         preemption_success_says_where=False,
+        node_declared_features=False,
     ),
     Release(
         version="1.37.2",

@@ -59,12 +59,26 @@ class ContainerPort(_K):
     protocol: str = ""
 
 
+class ContainerRestartRule(_K):
+    action: str = ""
+
+
+class VolumeMount(_K):
+    """A container's volume mount: only what NodeDeclaredFeatures reads."""
+
+    bind_mount_options: list[str] | None = None
+
+
 class Container(_K):
+    """A container (also an ephemeral one, for the fields read here)."""
+
     name: str = ""
     image: str = ""
     resources: ResourceRequirements | None = None
     ports: list[ContainerPort] | None = None
     restart_policy: str | None = None
+    restart_policy_rules: list[ContainerRestartRule] | None = None
+    volume_mounts: list[VolumeMount] | None = None
 
 
 class Toleration(_K):
@@ -235,6 +249,9 @@ class PodSpec(_K):
     tolerations: list[Toleration] | None = None
     containers: list[Container] | None = None
     init_containers: list[Container] | None = None
+    ephemeral_containers: list[Container] | None = None
+    host_network: bool = False
+    host_users: bool | None = None
     overhead: dict[str, str | int | float] | None = None
     resources: ResourceRequirements | None = None
     scheduling_gates: list[SchedulingGate] | None = None
@@ -289,6 +306,7 @@ class NodeStatus(_K):
     allocatable: dict[str, str | int | float] | None = None
     capacity: dict[str, str | int | float] | None = None
     images: list[ContainerImage] | None = None
+    declared_features: list[str] | None = None  # the features the kubelet declares (NodeDeclaredFeatures)
 
 
 class Node(_K):

@@ -26,6 +26,7 @@ class NodeFields:
     unschedulable: bool = False
     taints: bool = False
     images: bool = False
+    declared_features: bool = False
 
     def union(self, other: NodeFields) -> NodeFields:
         def keys(a: frozenset[str] | None, b: frozenset[str] | None) -> frozenset[str] | None:
@@ -37,6 +38,7 @@ class NodeFields:
             self.unschedulable or other.unschedulable,
             self.taints or other.taints,
             self.images or other.images,
+            self.declared_features or other.declared_features,
         )
 
 
@@ -80,12 +82,16 @@ def node_type(fields: NodeFields | None) -> type[Node]:
     status_fields: list[Any] = [("allocatable", alloc | None, None)]
     if fields.images:
         status_fields.append(("images", list[ContainerImage] | None, None))
-    status = msgspec.defstruct("SlimStatus", status_fields, gc=False)
+    if fields.declared_features:
+        status_fields.append(("declared_features", list[str] | None, None))
+    status = msgspec.defstruct("SlimStatus", status_fields, gc=False, rename="camel")
     # Attributes the table reads stay present (as None) even when not decoded.
     if not fields.taints:
         setattr(spec, "taints", None)  # noqa: B010
     if not fields.images:
         setattr(status, "images", None)  # noqa: B010
+    if not fields.declared_features:
+        setattr(status, "declared_features", None)  # noqa: B010
     node = msgspec.defstruct(
         "SlimNode",
         [

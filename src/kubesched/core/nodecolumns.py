@@ -75,6 +75,7 @@ def static_fields_differ(a: Node, b: Node) -> bool:
         or a.spec.taints != b.spec.taints
         or a.status.allocatable != b.status.allocatable
         or a.status.images != b.status.images
+        or a.status.declared_features != b.status.declared_features
     )
 
 

@@ -66,6 +66,8 @@ class NodeTable:
         self._static_int: dict[str, IntColumn] = {}
         self._label_codes: dict[str, tuple[npt.NDArray[np.int32], dict[str, int]]] = {}
         self._unschedulable: BoolColumn | None = None
+        # status.declaredFeatures per row, interned: a code per row into the distinct sets seen.
+        self._features: tuple[npt.NDArray[np.int32], dict[frozenset[str], int]] | None = None
         self._requested: dict[str, IntColumn] = {}
         self._taints: TaintIndex | None = None
         self._images: dict[str, tuple[Rows, int]] | None = None
@@ -182,6 +184,8 @@ class NodeTable:
         self._label_codes = {k: (grown(c, -1), vocab) for k, (c, vocab) in self._label_codes.items()}  # type: ignore[misc]
         if self._unschedulable is not None:
             self._unschedulable = grown(self._unschedulable, False)  # type: ignore[assignment]
+        if self._features is not None:
+            self._features = (grown(self._features[0], 0), self._features[1])  # type: ignore[assignment]
 
     def upsert(self, node: Node) -> int:
         """Add a node or replace the object of a known one; returns its row."""
@@ -271,6 +275,9 @@ class NodeTable:
             col[row] = self.allocatable(alloc_key(key))[row] - self.requested(key)[row]
         if self._unschedulable is not None:
             self._unschedulable[row] = node.spec.unschedulable
+        if self._features is not None:
+            feature_codes, sets = self._features
+            feature_codes[row] = sets.setdefault(frozenset(node.status.declared_features or ()), len(sets))
         labels = node.metadata.labels or {}
         for key, (codes, vocab) in self._label_codes.items():
             value = labels.get(key)
@@ -389,6 +396,17 @@ class NodeTable:
                 col[row] = node.spec.unschedulable
             self._unschedulable = col
         return self._unschedulable[: self._n]
+
+    def declared_features(self) -> tuple[npt.NDArray[np.int32], dict[frozenset[str], int]]:
+        """Per row, the interned id of the node's status.declaredFeatures set, and the set → id map (id 0: none)."""
+        if self._features is None:
+            sets: dict[frozenset[str], int] = {frozenset(): 0}
+            codes = np.zeros(self._cap, dtype=np.int32)
+            for row, node in self.live_nodes():
+                if node.status.declared_features:
+                    codes[row] = sets.setdefault(frozenset(node.status.declared_features), len(sets))
+            self._features = (codes, sets)
+        return self._features[0][: self._n], self._features[1]
 
     def label_codes(self, key: str) -> tuple[npt.NDArray[np.int32], dict[str, int]]:
         """Per row, the interned id of the value of label `key` (-1 where absent), and the value → id map."""

@@ -16,6 +16,7 @@ from kubesched.plugins.dynamic_resources import DynamicResources
 from kubesched.plugins.image_locality import ImageLocality
 from kubesched.plugins.inter_pod_affinity import InterPodAffinity
 from kubesched.plugins.node_affinity import NodeAffinity
+from kubesched.plugins.node_declared_features import NodeDeclaredFeatures
 from kubesched.plugins.node_name import NodeName
 from kubesched.plugins.node_ports import NodePorts
 from kubesched.plugins.node_resources_fit import NodeResourcesFit
@@ -50,6 +51,7 @@ IN_TREE: tuple[type[Plugin], ...] = (
     NodeResourcesBalancedAllocation,
     ImageLocality,
     DefaultBinder,
+    NodeDeclaredFeatures,
 )
 
 # kube-scheduler's default MultiPoint list of the reference release, in order, with Score weights (0: the

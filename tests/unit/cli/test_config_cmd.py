@@ -202,8 +202,7 @@ PARITY = {
     "wrong-types": "profiles: {schedulerName: s}\nparallelism: many\n",
     "plugin-own-check": "profiles:\n- schedulerName: s\n  pluginConfig:\n  - name: NodeResourcesFit\n"
     "    args: {scoringStrategy: {type: RequestedToCapacityRatio, requestedToCapacityRatio: {shape: []}}}\n",
-    "unrunnable": "profiles:\n- schedulerName: s\n  plugins:\n    filter:\n"
-    "      enabled: [{name: NodeDeclaredFeatures}]\n",
+    "unrunnable": "profiles:\n- schedulerName: s\n  plugins:\n    permit:\n      enabled: [{name: GangScheduling}]\n",
     "valid": "profiles:\n- schedulerName: s\n",
     "valid-with-module": "pluginModules: ['mine.py:Mine']\nprofiles:\n- schedulerName: s\n  plugins:\n"
     "    filter:\n      enabled: [{name: Mine}]\n",
@@ -231,10 +230,8 @@ def test_config_validate_and_scheduler_run_give_one_verdict(
     _, r_err = capsys.readouterr()
     if case == "unrunnable":  # kube-scheduler accepts it: validate says so and warns; our scheduler cannot run it
         assert (validated, ran) == (0, 2)
-        assert 'kubesched: warning: profiles[0].plugins.filter.enabled[0].name: plugin "NodeDeclaredFeatures"' in v_err
-        assert _problems(r_err)[0].startswith(
-            'profiles[0].plugins.filter.enabled[0].name: plugin "NodeDeclaredFeatures"'
-        )
+        assert 'kubesched: warning: profiles[0].plugins.permit.enabled[0].name: plugin "GangScheduling"' in v_err
+        assert _problems(r_err)[0].startswith('profiles[0].plugins.permit.enabled[0].name: plugin "GangScheduling"')
         return
     assert validated == ran, (v_err, r_err)
     if case.startswith("valid"):

@@ -205,3 +205,84 @@ def test_the_manifests_kube_scheduler_image_follows_the_release(
     images = {line.split("image:", 1)[1].strip() for line in out.splitlines() if "image:" in line}
     assert image in images
     assert not any("kube-scheduler:" in i and i != image for i in images)
+
+
+# "declares" is the smaller node: only NodeDeclaredFeatures sends the first pod there; no node declares what the
+# second needs.
+FEATURES_CLUSTER = """\
+apiVersion: v1
+kind: List
+items:
+- kind: Node
+  metadata: {name: lacking, labels: {kubernetes.io/hostname: lacking}}
+  status: {allocatable: {cpu: "8", memory: 16Gi, pods: "110"}}
+- kind: Node
+  metadata: {name: declares, labels: {kubernetes.io/hostname: declares}}
+  status:
+    allocatable: {cpu: "2", memory: 4Gi, pods: "110"}
+    declaredFeatures: [RestartAllContainersOnContainerExits]
+- kind: Pod
+  metadata: {name: restarts-all, namespace: default}
+  spec:
+    containers:
+    - name: c
+      image: busybox
+      resources: {requests: {cpu: 500m, memory: 512Mi}}
+      restartPolicyRules: [{action: RestartAllContainers, exitCodes: {operator: In, values: [42]}}]
+- kind: Pod
+  metadata: {name: userns-hostnet, namespace: default}
+  spec:
+    hostNetwork: true
+    hostUsers: false
+    containers: [{name: c, image: busybox}]
+"""
+NO_FEATURE = (
+    "0/2 nodes are available: 2 node(s) didn't match Pod's required features. "
+    "preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling."
+)
+
+
+@pytest.mark.parametrize(
+    ("flags", "expected"),
+    [
+        ((), {"default/restarts-all": ("declares", None), "default/userns-hostnet": (None, NO_FEATURE)}),
+        (
+            ("--kubernetes-version", "1.35"),  # the gate is off: the plugin is not in the default profile
+            {"default/restarts-all": ("lacking", None), "default/userns-hostnet": ("declares", None)},
+        ),
+    ],
+)
+def test_node_declared_features_per_release(
+    flags: tuple[str, ...],
+    expected: dict[str, tuple[str | None, str | None]],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    (tmp_path / "cluster.yaml").write_text(FEATURES_CLUSTER)
+    assert main(["scheduler", "run", "--cluster", str(tmp_path / "cluster.yaml"), "-o", "json", *flags]) == 0
+    got = {p["pod"]: (p["node"], p["reason"]) for p in json.loads(capsys.readouterr().out)["placements"]}
+    assert got == expected
+
+
+@pytest.mark.parametrize(
+    ("item", "where"),
+    [
+        ("{kind: Node, metadata: {name: n}, status: {declaredFeatures: 5}}", "$.status.declaredFeatures"),
+        (
+            "{kind: Pod, metadata: {name: p}, spec: {containers: [{name: c, volumeMounts: [{bindMountOptions: ro}]}]}}",
+            "$.spec.containers[0].volumeMounts[0].bindMountOptions",
+        ),
+        (
+            "{kind: Pod, metadata: {name: p}, spec: {containers: [{name: c, restartPolicyRules: {action: x}}]}}",
+            "$.spec.containers[0].restartPolicyRules",
+        ),
+        ("{kind: Pod, metadata: {name: p}, spec: {hostUsers: maybe, containers: [{name: c}]}}", "$.spec.hostUsers"),
+    ],
+)
+def test_malformed_feature_fields_are_a_clear_error(
+    item: str, where: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "cluster.yaml").write_text(f"- {item}\n")
+    assert main(["scheduler", "run", "--cluster", str(tmp_path / "cluster.yaml")]) == 2
+    err = capsys.readouterr().err
+    assert f"at `{where}`" in err and "Traceback" not in err

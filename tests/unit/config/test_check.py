@@ -141,9 +141,9 @@ def test_args_for_a_plugin_nobody_knows_are_a_warning_as_kube_scheduler_ignores_
 
 
 def test_a_kube_scheduler_plugin_kubesched_lacks_is_valid_but_unrunnable() -> None:
-    result = verdict(profile(plugins={"filter": {"enabled": [{"name": "NodeDeclaredFeatures"}]}}))
+    result = verdict(profile(plugins={"permit": {"enabled": [{"name": "GangScheduling"}]}}))
     assert not result.errors
-    assert [e.path for e in result.unrunnable] == ["profiles[0].plugins.filter.enabled[0].name"]
+    assert [e.path for e in result.unrunnable] == ["profiles[0].plugins.permit.enabled[0].name"]
     assert "kubesched does not implement" in result.unrunnable[0].message
     assert not result.ok
 

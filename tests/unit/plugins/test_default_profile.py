@@ -24,11 +24,15 @@ V1_35, V1_37 = parse_release("1.35"), parse_release("1.37")
 
 
 @pytest.mark.parametrize(
-    ("release", "first"), [(V1_35, ("NodeUnschedulable", "NodeName")), (V1_37, ("NodeName", "NodeUnschedulable"))]
+    ("release", "first", "last"),
+    [
+        (V1_35, ("NodeUnschedulable", "NodeName"), ()),
+        (V1_37, ("NodeName", "NodeUnschedulable"), (PluginRef("NodeDeclaredFeatures"),)),
+    ],
 )
-def test_default_profile_order_and_weights(release: Release, first: tuple[str, str]) -> None:
-    """default_plugins.go of each release: v1.37 runs NodeName before NodeUnschedulable (and appends
-    NodeDeclaredFeatures, which kubesched has not: the list is limited to the registry's plugins)."""
+def test_default_profile_order_and_weights(release: Release, first: tuple[str, str], last: tuple[PluginRef]) -> None:
+    """default_plugins.go of each release: v1.37 runs NodeName before NodeUnschedulable and appends
+    NodeDeclaredFeatures (GA there; alpha and off in v1.35, so not in its default profile)."""
     assert default_profile_plugins(release=release) == (
         PluginRef("SchedulingGates"),
         PluginRef("PrioritySort"),
@@ -49,6 +53,7 @@ def test_default_profile_order_and_weights(release: Release, first: tuple[str, s
         PluginRef("NodeResourcesBalancedAllocation", 1),
         PluginRef("ImageLocality", 1),
         PluginRef("DefaultBinder"),
+        *last,
     )
     assert default_profile_plugins() == default_profile_plugins(release=V1_37)  # the reference
 

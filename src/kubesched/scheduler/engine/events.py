@@ -30,10 +30,11 @@ class ClusterEvents(SchedulerState):
         row = self.cache.table.index.get(node.metadata.name)
         if old is None:
             self.queue.on_event(q.NODE_ADD, row)
-        elif (old.metadata.labels, old.spec, old.status.allocatable) != (
+        elif (old.metadata.labels, old.spec, old.status.allocatable, old.status.declared_features) != (
             node.metadata.labels,
             node.spec,
             node.status.allocatable,
+            node.status.declared_features,
         ):
             self.queue.on_event(q.NODE_UPDATE, row)
 

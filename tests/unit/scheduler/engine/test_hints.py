@@ -190,6 +190,7 @@ DECLARED = {
         },
     },
     "DynamicResources": {**{e: False for e in NODE_CHANGE.atoms()}, **DRA_EVENTS},
+    "NodeDeclaredFeatures": NODE_EVENTS,  # upstream: Node Add|UpdateNodeDeclaredFeature
 }
 
 
@@ -244,4 +245,26 @@ async def test_a_user_plugin_s_declared_events_and_hint_are_honoured() -> None:
     scheduler.node_upserted(node("m", "8"))  # registered, but the hint says no
     assert scheduler.queue.pending()[q.UNSCHEDULABLE] == 1
     scheduler.node_upserted(node("m", "8", picky="yes"))  # the node changed: now it helps
+    assert scheduler.queue.pending()[q.UNSCHEDULABLE] == 0
+
+
+def declaring(name: str, *features: str) -> Node:
+    body = msgspec.to_builtins(node(name, "8"))
+    body.setdefault("status", {})["declaredFeatures"] = list(features)
+    return msgspec.convert(body, Node)
+
+
+async def test_a_node_that_comes_to_declare_the_feature_the_pod_needs_moves_it() -> None:
+    """Only status.declaredFeatures changes (as when a kubelet restarts with the feature on): a node update."""
+    needs = make_pod_object(
+        "p",
+        namespace="ns",
+        uid="p",
+        containers=[{"name": "c", "restartPolicyRules": [{"action": "RestartAllContainers"}]}],
+    )
+    scheduler, _ = await parked([declaring("n")], [needs])
+    assert scheduler.queue.pending()[q.UNSCHEDULABLE] == 1
+    scheduler.node_upserted(declaring("n", "SomethingElse"))
+    assert scheduler.queue.pending()[q.UNSCHEDULABLE] == 1  # the hint: it still lacks the feature
+    scheduler.node_upserted(declaring("n", "RestartAllContainersOnContainerExits"))
     assert scheduler.queue.pending()[q.UNSCHEDULABLE] == 0
