@@ -79,8 +79,8 @@ class Release:
     image_locality_counts_image_volumes: bool
     # Feature gates kubesched honours: (default, locked to the default) (pkg/features/kube_features.go).
     feature_gates: tuple[tuple[str, bool, bool], ...]
-    # DynamicResources' PostFilter gives "no new claims to deallocate" for a pod without claims (v1.35); v1.37
-    # rejects without a reason (dynamicresources.go PostFilter).
+    # DynamicResources' PostFilter gives "no new claims to deallocate" for a pod without claims and "still not
+    # schedulable" when it deallocates nothing (v1.35); v1.37 rejects without a reason (dynamicresources.go).
     dra_post_filter_names_no_claims: bool = False
     # DefaultPreemption's success says where (v1.37 preemption.go Preempt: "found a potential placement for pod
     # on node X, preempting N victims", shown after "preemption: " in the FitError); v1.35's success is silent.

@@ -16,6 +16,7 @@ import pytest
 from kubesched.testing.controlplane import ControlPlane
 from kubesched.testing.faultproxy import FaultProxy
 from kubesched.testing.waiting import wait_until
+from kubesched.versions import Release
 from tests.integration.test_apiserver_faults import RECOVERY_BOUND, proxied_kubeconfig, report
 from tests.integration.test_scheduler_e2e import Run, condition, create, events, node_of, nodes, pod, running
 
@@ -124,8 +125,9 @@ def test_a_pod_naming_a_missing_claim_waits_until_the_claim_exists(
         assert took["waiting"] < 30  # the claim's watch event lets it through PreEnqueue (no 5-minute flush)
 
 
+@pytest.mark.all_kubernetes_versions
 def test_a_missing_device_class_gets_kube_scheduler_s_message(
-    control_plane: ControlPlane, kube_namespace: str, tmp_path: Path
+    control_plane: ControlPlane, kubernetes_version: Release, kube_namespace: str, tmp_path: Path
 ) -> None:
     cp, run, ns = control_plane, Run(), kube_namespace
     specs = {"n": {"allocatable": {"cpu": "4", "memory": "8Gi", "pods": "110"}}}
@@ -146,13 +148,16 @@ def test_a_missing_device_class_gets_kube_scheduler_s_message(
             kube.stop()
         assert mine["message"] == kube_cond["message"]
         assert f"request gpu: device class absent-{run.id} does not exist." in mine["message"]
-        assert "no new claims to deallocate, preemption: " in mine["message"]
+        # v1.35's PostFilter names its reason ("no new claims to deallocate"); v1.37's gives none.
+        reason = "no new claims to deallocate, " if kubernetes_version.dra_post_filter_names_no_claims else ""
+        assert f"does not exist. {reason}preemption: " in mine["message"]
         failed = [e for e in events(cp, ns, "ours") if e["reason"] == "FailedScheduling"]
         assert failed and failed[0]["note"] == mine["message"]
 
 
+@pytest.mark.all_kubernetes_versions
 def test_a_claim_no_device_satisfies_gets_kube_scheduler_s_message(
-    control_plane: ControlPlane, kube_namespace: str, tmp_path: Path
+    control_plane: ControlPlane, kubernetes_version: Release, kube_namespace: str, tmp_path: Path
 ) -> None:
     cp, run, ns = control_plane, Run(), kube_namespace
     driver, cls, kube_name = f"{run.id}.example.com", f"gpu-{run.id}", f"kube-{run.id}"
@@ -174,7 +179,8 @@ def test_a_claim_no_device_satisfies_gets_kube_scheduler_s_message(
             kube.stop()
         assert mine["message"] == kube_cond["message"]
         assert "2 cannot allocate all claims" in mine["message"]
-        assert "still not schedulable, preemption: " in mine["message"]
+        reason = "still not schedulable, " if kubernetes_version.dra_post_filter_names_no_claims else ""
+        assert f"claims. {reason}preemption: " in mine["message"]
 
 
 def test_dra_scheduling_recovers_after_a_silent_link_and_an_apiserver_restart(

@@ -1,5 +1,5 @@
-"""httpx's per-request lines ("HTTP Request: GET …") are off by default and on from -v 5, in a real run:
-`extender serve` following the real kube-apiserver (its watches stream over httpx)."""
+"""The API client's per-request lines ("HTTP Request: GET …", as httpx writes them) are off by default and on
+from -v 5, in a real run: `extender serve` following the real kube-apiserver (its lists and watches)."""
 
 from __future__ import annotations
 

@@ -21,7 +21,7 @@ DETAIL = 15
 logging.addLevelName(DETAIL, "DETAIL")
 
 # Loggers of HTTP libraries whose per-request lines are noise below -v 5.
-REQUEST_LOGGERS = ("httpx", "httpcore", "hpack")
+REQUEST_LOGGERS = ("httpx", "httpcore", "hpack", "kubesched.cluster.http1")
 
 _STANDARD = frozenset(vars(logging.LogRecord("", 0, "", 0, "", (), None))) | {"message", "asctime", "taskName"}
 

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import ssl
 import time
 from collections.abc import AsyncGenerator, Callable
@@ -35,6 +36,10 @@ from kubesched.cluster.proxy import open_tunnel
 from kubesched.errors import TransportError
 
 IDEMPOTENT = frozenset({"GET", "HEAD", "OPTIONS", "PUT", "DELETE"})
+
+# One line per request and per watch, as httpx writes them ("HTTP Request: GET … 200"): the CLI turns it on
+# from -v 5 (cli/logs.py), as kube-scheduler's client-go logs its round trips at high verbosity.
+log = logging.getLogger(__name__)
 
 
 class Auth(Protocol):
@@ -241,6 +246,8 @@ class Pool:
             if fresh is not None and method in IDEMPOTENT:
                 request = self._encode(method, path, body, content_type, fresh)
                 status, data = await self._send(method, path, request, limit, gate)
+        if log.isEnabledFor(logging.DEBUG):
+            log.debug("HTTP Request: %s %s:%d%s%s %d", method, self.host, self.port, self.base, path, status)
         return status, data
 
     def _encode(self, method: str, path: str, body: bytes | None, content_type: str, auth: str) -> bytes:
@@ -316,6 +323,10 @@ class Pool:
                 except _RETRYABLE as err:
                     what = f"no answer within {self.timeout}s" if isinstance(err, TimeoutError) else repr(err)
                     raise TransportError(f"watch {path}: {what}") from None
+                if log.isEnabledFor(logging.DEBUG):
+                    log.debug(
+                        "HTTP Request: GET %s:%d%s%s %d (watch stream)", self.host, self.port, self.base, path, status
+                    )
                 if not 200 <= status < 300:
                     if status == 401 and auth is not None and attempt == 0:
                         fresh = await auth.replacing(value)

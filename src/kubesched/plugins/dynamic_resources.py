@@ -282,7 +282,9 @@ class DynamicResources(
             return None, Status.unschedulable()  # v1.37: rejected, with no reason of its own
         # Deallocating an allocated claim that keeps the pod off every node is not done by kubesched:
         # the pod waits (see docs/scheduler.md).
-        return None, Status.unschedulable("still not schedulable")
+        if self.handle.release.dra_post_filter_names_no_claims:
+            return None, Status.unschedulable("still not schedulable")
+        return None, Status.unschedulable()  # v1.37: nothing deallocated, no reason
 
     # ---- Score ------------------------------------------------------------------------------------------
 

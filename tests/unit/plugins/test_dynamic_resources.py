@@ -109,7 +109,7 @@ async def test_the_device_of_an_allocated_claim_is_not_given_to_another() -> Non
     got = await world.settle()
     assert got["default/first"] == "n1"
     assert got["default/second"] == (
-        "0/2 nodes are available: 2 cannot allocate all claims. still not schedulable, "
+        "0/2 nodes are available: 2 cannot allocate all claims. "
         "preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling."
     )
 
