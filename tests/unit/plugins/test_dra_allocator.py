@@ -271,3 +271,13 @@ def test_verdicts_on_stored_slices_are_kept_for_later_pods_until_the_slice_chang
     cache.results.clear()
     Allocator(by_name.get, [unstored], set(), cache).allocate(node("n1"), [claim("c", exactly())])
     assert cache.results == {}
+
+
+def test_a_tainted_device_is_never_allocated_and_an_informing_taint_does_not_repel() -> None:
+    # v1.37 allocates a tainted device only to requests that tolerate it; kubesched reads no tolerations, so it
+    # leaves the device out (the pod waits) rather than give it to a request that may not tolerate it.
+    tainted = {**device("g0"), "taints": [{"key": "broken", "effect": "NoSchedule"}]}
+    informing = {**device("g1"), "taints": [{"key": "note", "effect": "None"}]}
+    alloc = allocator([rslice("s", [tainted, informing])])
+    assert picked(alloc.allocate(node("n1"), [claim("c", exactly())]) or []) == [["req=g1"]]
+    assert allocator([rslice("s", [tainted])]).allocate(node("n1"), [claim("c", exactly())]) is None

@@ -5,8 +5,9 @@ For one node and the pod's unallocated claims it searches, exhaustively and in s
 node's resource pools for every request: a device must pass its class's selectors and the request's, be
 free (not allocated to another claim, nor to an earlier request here, unless admin access), and keep the
 claim's matchAttribute constraints. The first full solution wins. Partitionable devices (counters),
-device taints, consumable capacity and binding conditions are off by default upstream: such devices and
-slices are left out as there.
+consumable capacity and binding conditions are off by default upstream: such devices and slices are left out
+as there. Device taints are on by default in v1.37; requests' tolerations are not read, so a tainted device is
+never allocated (a pod waits rather than lands on it).
 """
 
 from __future__ import annotations
@@ -336,6 +337,10 @@ class Allocator:
     ) -> bool:
         if device.binding_conditions or device.consumes_counters:
             return False  # binding conditions and partitionable devices are off by default
+        if device.taints and any(_repels(t) for t in device.taints):
+            # Device taints (DRADeviceTaints, on by default in v1.37): kubesched does not read requests'
+            # tolerations, so a tainted device is never allocated: a pod waits rather than lands on it.
+            return False
         key = (ci, req.name, did)
         hit = self._matches.get(key)
         if hit is not None:
@@ -594,3 +599,8 @@ def allocated_devices(claims: Mapping[str, ResourceClaim]) -> set[DeviceID]:
             if not r.admin_access:
                 out.add((r.driver, r.pool, r.device))
     return out
+
+
+def _repels(taint: object) -> bool:
+    """A device taint that keeps untolerating requests off (NoSchedule, NoExecute; "None" only informs)."""
+    return not isinstance(taint, dict) or taint.get("effect") in ("NoSchedule", "NoExecute", None)
