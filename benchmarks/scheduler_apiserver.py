@@ -1,4 +1,4 @@
-"""Benchmark: our scheduler and kube-scheduler v1.35.4, each binding 10,000 pods onto 5,000 nodes of the
+"""Benchmark: our scheduler and kube-scheduler (the reference release), each binding 10,000 pods onto 5,000 nodes of the
 harness's real kube-apiserver, both with client qps/burst 5,000 (as kube-scheduler's scheduler_perf does).
 
 Run: .venv/bin/python benchmarks/scheduler_apiserver.py [--nodes 5000] [--pods 10000] [--order A,B]
