@@ -46,8 +46,9 @@ _DEFAULT_PLUGINS_1_37: tuple[tuple[str, int], ...] = (
     ("NodeDeclaredFeatures", 0),
 )
 
-# The `plugins` fields of a KubeSchedulerConfiguration profile (staging/src/k8s.io/kube-scheduler/config/v1/types.go).
-_EXTENSION_POINTS_1_35: tuple[str, ...] = (
+# kube-scheduler's extension points as keys of a profile's `plugins`, in the order they run
+# (staging/src/k8s.io/kube-scheduler/config/v1/types.go); framework and config read them from here.
+EXTENSION_POINTS: tuple[str, ...] = (
     "preEnqueue",
     "queueSort",
     "preFilter",
@@ -60,8 +61,11 @@ _EXTENSION_POINTS_1_35: tuple[str, ...] = (
     "preBind",
     "bind",
     "postBind",
-    "multiPoint",
 )
+# v1.37's pod-group points (gates off by default).
+POD_GROUP_POINTS: tuple[str, ...] = ("placementGenerate", "placementScore", "podGroupPostFilter")
+# The `plugins` fields of a v1.35 profile.
+_EXTENSION_POINTS_1_35: tuple[str, ...] = (*EXTENSION_POINTS, "multiPoint")
 
 
 @dataclass(frozen=True)
@@ -114,7 +118,7 @@ RELEASES: tuple[Release, ...] = (
     Release(
         version="1.37.2",
         default_plugins=_DEFAULT_PLUGINS_1_37,
-        extension_points=(*_EXTENSION_POINTS_1_35, "placementGenerate", "placementScore", "podGroupPostFilter"),
+        extension_points=(*_EXTENSION_POINTS_1_35, *POD_GROUP_POINTS),
         balanced_allocation_scores_improvement=True,
         image_locality_counts_image_volumes=True,
         feature_gates=(("OpportunisticBatching", True, False),),

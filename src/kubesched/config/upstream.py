@@ -8,22 +8,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from kubesched.versions import EXTENSION_POINTS, POD_GROUP_POINTS
+
 REFERENCE = "1.37"
 
-_POINTS_135 = (
-    "preEnqueue",
-    "queueSort",
-    "preFilter",
-    "filter",
-    "postFilter",
-    "preScore",
-    "score",
-    "reserve",
-    "permit",
-    "preBind",
-    "bind",
-    "postBind",
-)
+_POINTS_135 = EXTENSION_POINTS
 _PLUGINS_135 = (
     "PrioritySort",
     "DefaultBinder",
@@ -76,7 +65,7 @@ RELEASES: dict[str, Release] = {
     ),
     "1.37": Release(
         "1.37",
-        (*_POINTS_135, "placementGenerate", "placementScore", "podGroupPostFilter"),
+        (*_POINTS_135, *POD_GROUP_POINTS),
         frozenset((*_PLUGINS_135, "DeferredPodScheduling", "TopologyPlacementGenerator", "PodGroupPodsCount")),
         storage_capacity_scoring=True,
         dra_binding_timeout=True,

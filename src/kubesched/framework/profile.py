@@ -20,22 +20,8 @@ from kubesched.errors import ConfigurationError, FieldError, child, index
 from kubesched.framework import interfaces as fw
 from kubesched.framework.interfaces import Handle, Plugin, ScorePlugin
 from kubesched.framework.registry import Registry
+from kubesched.versions import EXTENSION_POINTS as EXTENSION_POINTS
 
-# kube-scheduler's names for the extension points, as keys of a profile's `plugins`, in the order they run.
-EXTENSION_POINTS = (
-    "preEnqueue",
-    "queueSort",
-    "preFilter",
-    "filter",
-    "postFilter",
-    "preScore",
-    "score",
-    "reserve",
-    "permit",
-    "preBind",
-    "bind",
-    "postBind",
-)
 MULTI_POINT = "multiPoint"
 ALL = "*"
 
