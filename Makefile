@@ -3,16 +3,29 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
-.PHONY: setup run serve-extender test lint build-control-plane build-helm bench bench-compare diff clean
+.PHONY: setup lock run serve-extender test lint build-control-plane build-helm bench bench-compare diff clean
 
 
-$(STAMP): pyproject.toml
+# The dependencies as locked, every file checked against its hash; kubesched itself resolves nothing (--no-deps);
+# then the dev tools, locked alike (requirements-dev.lock pins the runtime ones to the same versions).
+$(STAMP): pyproject.toml requirements.lock requirements-dev.lock
 	$(PY) -m venv $(VENV)
-	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -e '.[dev]'
+	$(BIN)/pip install -q --require-hashes -r requirements.lock
+	$(BIN)/pip install -q --no-deps -e .
+	$(BIN)/pip install -q --require-hashes -r requirements-dev.lock
 	touch $(STAMP)
 
 setup: $(STAMP)
+
+# After a change to the dependencies of pyproject.toml: both locks again, with pip-tools in a venv of its own
+# (tests/unit/test_lock.py fails until they agree). UPGRADE=1 moves every pin to the newest release.
+LOCK_VENV := .venv-lock
+PIP_COMPILE = CUSTOM_COMPILE_COMMAND="make lock" $(LOCK_VENV)/bin/pip-compile -q --generate-hashes --strip-extras \
+	--no-emit-find-links --no-emit-index-url $(if $(UPGRADE),--upgrade)
+lock:
+	test -x $(LOCK_VENV)/bin/pip-compile || ($(PY) -m venv $(LOCK_VENV) && $(LOCK_VENV)/bin/pip install -q pip-tools==7.6.2)
+	$(PIP_COMPILE) --output-file requirements.lock pyproject.toml
+	$(PIP_COMPILE) --extra dev --constraint requirements.lock --output-file requirements-dev.lock pyproject.toml
 
 # The custom scheduler on the embedded default: the example cluster, in memory.
 run: setup
@@ -52,4 +65,4 @@ diff: setup build-control-plane
 	$(BIN)/python benchmarks/differential.py --seeds $(SEEDS) --pods $(PODS) $(if $(K8S),--kubernetes-version $(K8S))
 
 clean:
-	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache
+	rm -rf $(VENV) $(LOCK_VENV) .mypy_cache .ruff_cache .pytest_cache

@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shlex
 import shutil
 import signal
@@ -251,6 +252,10 @@ def image() -> Iterator[Image]:
     try:
         venv = root / "venv"
         subprocess.run([python, "-m", "venv", str(venv)], check=True, timeout=300)
+        for sources, dest in _copy_sources(final):  # the final stage's own COPYs (the lock) land beside the wheels
+            assert dest.startswith("/wheels/"), f"{DOCKERFILE}: the final stage copies {dest}, outside /wheels"
+            for source in sources:
+                shutil.copy2(source, wheels / dest.removeprefix("/wheels/"))
         installs = [c for arg in final.all("RUN") for c in pip_commands(arg)]
         assert installs, f"{DOCKERFILE}: the final stage installs nothing with pip"
         for argv in installs:
@@ -353,3 +358,58 @@ def test_extender_serve_answers_as_the_image_would(image: Image) -> None:
         if proc.stdout is not None:
             proc.stdout.close()
     assert image.snapshot() == before  # a read-only root file system would have been fine
+
+
+def test_the_base_image_is_pinned_and_the_installs_hash_checked() -> None:
+    text = DOCKERFILE.read_text()
+    (default,) = re.findall(r"^ARG PYTHON_IMAGE=(\S+)$", text, re.M)
+    assert re.fullmatch(r"python:3\.\d+(\.\d+)?-slim(-\w+)?@sha256:[0-9a-f]{64}", default), default
+    stages = parse_dockerfile(text)
+    assert [s for s in re.findall(r"^FROM (\S+)", text, re.M)] == ["${PYTHON_IMAGE}"] * len(stages)
+    build, final = stages[0], stages[-1]
+    wheels = [c for arg in build.all("RUN") for c in pip_commands(arg)]
+    installs = [c for arg in final.all("RUN") for c in pip_commands(arg)]
+    # Every dependency comes through the lock with --require-hashes; kubesched itself resolves nothing.
+    for commands, lock in ((wheels, "requirements.lock"), (installs, "/wheels/requirements.lock")):
+        locked = [c for c in commands if "-r" in c and c[c.index("-r") + 1] == lock]
+        assert locked and all("--require-hashes" in c for c in locked), commands
+        assert all(c in locked or "--no-deps" in c for c in commands), commands
+    copied = {s.name for sources, _ in _copy_sources(build) for s in sources}
+    assert {"requirements.lock", "LICENSE"} <= copied
+
+
+def test_the_wheel_ships_the_license_and_no_pytest_plugin(image: Image) -> None:
+    version = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["version"]
+    (wheel,) = image.wheels.glob(f"kubesched-{version}-*.whl")
+    with zipfile.ZipFile(wheel) as whl:
+        licenses = [n for n in whl.namelist() if n.startswith(f"kubesched-{version}.dist-info/licenses/")]
+        assert [whl.read(n) for n in licenses] == [(REPO / "LICENSE").read_bytes()]
+        entry_points = whl.read(f"kubesched-{version}.dist-info/entry_points.txt").decode()
+    assert "[pytest11]" not in entry_points  # pytest auto-loads that group in every project that installs us
+
+
+def test_pytest_beside_the_installed_wheel_loads_no_harness(image: Image, tmp_path: Path) -> None:
+    """pytest installed (hash-checked, from requirements-dev.lock) into the venv the wheel was installed into
+    loads kubesched's harness only when asked with -p. Last in the file: it adds pytest to the shared venv."""
+    wanted = {"pytest", "iniconfig", "packaging", "pluggy", "pygments"}
+    blocks = re.split(r"\n(?=\S)", (REPO / "requirements-dev.lock").read_text())
+    subset = tmp_path / "pytest.lock"
+    subset.write_text("\n".join(b for b in blocks if b.split("==")[0] in wanted) + "\n")
+    assert subset.read_text().count("==") == len(wanted), subset.read_text()
+    python = str(image.venv / "bin" / "python")
+    cmd = [python, "-m", "pip", "install", "-q", "--require-hashes", "--no-deps", "-r", str(subset)]
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env={"PATH": "/usr/bin:/bin"})
+    if out.returncode != 0 and any(t in out.stderr for t in NETWORK_TROUBLE) and os.environ.get("CI") != "true":
+        pytest.skip(f"the package index is not reachable: {out.stderr[-400:]}")
+    assert out.returncode == 0, out.stdout + out.stderr
+    probe = tmp_path / "probe"
+    probe.mkdir()
+
+    def fixtures(*extra: str) -> str:
+        run = [python, "-m", "pytest", "-p", "no:cacheprovider", *extra, "--fixtures", "-q"]
+        done = subprocess.run(run, cwd=probe, env=image.env(), capture_output=True, text=True, timeout=120)
+        assert done.returncode in (0, 5), done.stdout + done.stderr  # 5: no tests, which is the case here
+        return done.stdout
+
+    assert "kube_namespace" not in fixtures()
+    assert "kube_namespace" in fixtures("-p", "kubesched.testing.pytest_plugin")  # on request, it is there
