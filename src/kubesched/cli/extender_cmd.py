@@ -9,6 +9,7 @@ import ssl
 from pathlib import Path
 
 from kubesched.cli import kube_version, logs, serving
+from kubesched.cli.plugins_cmd import add_plugins_from_flag, image_only
 from kubesched.cli.serving import parse_listen, wait_for_stop_signal
 from kubesched.cluster.cache import ClusterCache
 from kubesched.cluster.files import ClusterFileError, load_into
@@ -33,6 +34,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     ext_sub = ext.add_subparsers(dest="extender_command", required=True, metavar="COMMAND")
     serve = ext_sub.add_parser("serve", help="serve filter, prioritize, bind and preempt over HTTP(S)")
     serve.add_argument("--policy", required=True, help="built-in name (custom-label), path/to/policy.py, pkg.mod:attr")
+    add_plugins_from_flag(serve, "--policy and its plugins")
     src = serve.add_argument_group("cluster source (one of)")
     src.add_argument("--nodes", type=Path, help="file of Node objects (NodeList or list, JSON or YAML): no cluster")
     src.add_argument("--kubeconfig", help="list+watch nodes (and pods) from this cluster; also used to bind")
@@ -83,7 +85,7 @@ def run_serve(args: argparse.Namespace) -> int:
         raise CLIError("--nodes and --in-cluster exclude each other")
     chosen = kube_version.selected(args)
     try:
-        policy = load(args.policy)
+        policy = load(args.policy, installed_only=image_only(args))
         registry = registry_for(policy)
     except PolicyError as err:
         raise CLIError(str(err)) from None

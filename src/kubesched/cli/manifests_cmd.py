@@ -20,7 +20,7 @@ from kubesched.cli.manifests_scheduler import scheduler_plan
 from kubesched.cli.webhook_cmd import managed_resources
 from kubesched.cluster.cache import ClusterCache
 from kubesched.config.model import ManagedResource
-from kubesched.deploy import extender, helm_values, render, webhook
+from kubesched.deploy import extender, helm_values, render, scheduler, webhook
 from kubesched.deploy.plan import (
     DEFAULT_EXTENDER_SCHEDULER_NAME,
     DEFAULT_IMAGE,
@@ -37,7 +37,7 @@ from kubesched.deploy.plan import (
     WebhookTLS,
 )
 from kubesched.errors import CLIError
-from kubesched.policies import PolicyError
+from kubesched.policies import PolicyError, is_builtin
 from kubesched.policies import load as load_policy
 from kubesched.webhook import rules_file as webhook_config
 from kubesched.webhook.feasibility import Feasibility
@@ -81,6 +81,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help=f"the second kube-scheduler's image (default: --kubernetes-version's, {KUBE_SCHEDULER_IMAGE})",
     )
     kube_version.add_flag(p)
+    p.add_argument(
+        "--load-plugins",
+        action="store_true",
+        help="import the user's code (policy, pluginModules, python rules) here to check it all: it runs on this "
+        "machine. Without it only what needs no import is checked; a policy other than a built-in needs it",
+    )
     p.add_argument(
         "--scheduler-name", metavar="NAME", help="schedulerName of the scheduler MODE deploys (default per mode)"
     )
@@ -148,6 +154,7 @@ def run(args: argparse.Namespace) -> int:
     if args.helm_values and (args.output is not None or args.kustomize):
         raise CLIError("--helm-values: prints the values on stdout; drop -o/--kustomize")
     plan = build_plan(args)
+    _note_code_in_config_maps(plan)
     try:
         objects = render.render(plan)
         if args.helm_values:
@@ -173,6 +180,22 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
     return 0
+
+
+def _note_code_in_config_maps(plan: Plan) -> None:
+    """Shipped code runs --plugins-from files: whoever may edit its ConfigMap runs code as that ServiceAccount."""
+    shipped = [
+        (scheduler.PLUGINS, scheduler.SCHEDULER, bool(plan.scheduler and plan.scheduler.plugin_files)),
+        (f"{extender.EXTENDER}-policy", extender.EXTENDER, bool(plan.extender and plan.extender.policy_files)),
+        (webhook.CONFIG_MAP, webhook.WEBHOOK, bool(plan.webhook and plan.webhook.rules.files)),
+    ]
+    for config_map, account, ships in shipped:
+        if ships:
+            print(
+                f"kubesched: note: ConfigMap {plan.namespace}/{config_map} holds Python code run as ServiceAccount "
+                f"{account} (--plugins-from files): who may edit it runs code with those rights; see docs/security.md",
+                file=sys.stderr,
+            )
 
 
 def _problems(err: DeployError, mode: str) -> str:
@@ -219,7 +242,7 @@ def build_plan(args: argparse.Namespace) -> Plan:
         if mode == "webhook" and args.extender_scheduler_name:
             ours.append(args.extender_scheduler_name)
         hook = WebhookPlan(
-            rules=_webhook_rules(args.webhook_config, ours),
+            rules=_webhook_rules(args.webhook_config, ours, args.load_plugins),
             tls=None if args.kustomize else _tls(args),
             exclude_namespaces=tuple(args.exclude_namespace),
             validating_failure_policy=args.validating_failure_policy,
@@ -249,6 +272,13 @@ def _scheduler_names(args: argparse.Namespace) -> dict[str, str]:
 
 def _extender_plan(args: argparse.Namespace, scheduler_name: str) -> ExtenderPlan:
     spec = args.policy or DEFAULT_POLICY
+    module = spec.rpartition(":")[0] or spec
+    if not (args.load_plugins or is_builtin(spec)) and (module.endswith(".py") or "." in module):
+        # Its managed resources set the extender's flags and RBAC: only importing it tells them.
+        raise CLIError(
+            f"--policy {spec}: rendering a policy that is not built in imports it, which runs its code on this "
+            "machine: add --load-plugins (see docs/security.md)"
+        )
     try:
         policy = load_policy(spec)
     except PolicyError as err:
@@ -270,14 +300,16 @@ def _extender_plan(args: argparse.Namespace, scheduler_name: str) -> ExtenderPla
     )
 
 
-def _webhook_rules(path: Path | None, scheduler_names: list[str]) -> WebhookRules:
-    """Check the config with the webhook's own parser, then note what the manifests depend on."""
+def _webhook_rules(path: Path | None, scheduler_names: list[str], load_plugins: bool = False) -> WebhookRules:
+    """Check the config with the webhook's own parser (python rules imported only with ``load_plugins``), then note
+    what the manifests depend on."""
     if path is None:
         text, base, source = render.to_yaml(webhook.default_config(scheduler_names)), Path.cwd(), "default config"
     else:
         text, base, source = _read(path, "--webhook-config"), path.parent, f"--webhook-config {path}"
     try:
-        config = webhook_config.parse(yaml.safe_load(text), ClusterCache(), base=base, source=source)
+        python: webhook_config.PythonLoading = "any" if load_plugins else "none"
+        config = webhook_config.parse(yaml.safe_load(text), ClusterCache(), base=base, source=source, python=python)
     except yaml.YAMLError as err:
         raise CLIError(f"{source}: not valid YAML: {err}") from None
     except webhook_config.WebhookConfigError as err:
@@ -303,6 +335,13 @@ def _webhook_rules(path: Path | None, scheduler_names: list[str]) -> WebhookRule
                 if Path(module).name != module:
                     raise CLIError(f"{source}: rule {rule.name}: {module} must sit beside the config file")
                 files[module] = _read(base / module, source)
+    unimported = [r.name for r in config.rules if isinstance(r, PythonRule)] if not load_plugins else []
+    if unimported:
+        print(
+            f"kubesched: note: {source}: python rules not imported ({', '.join(unimported)}): their code is checked "
+            "when the webhook starts; --load-plugins imports them here",
+            file=sys.stderr,
+        )
     return WebhookRules(
         config_yaml=text,
         operations=tuple(op for op in webhook_config.OPERATIONS if op in config.operations),

@@ -1,8 +1,8 @@
 """`kubesched manifests scheduler --config FILE --plugin-module FILE.py`: the user's scheduler config and plugins.
 
-The config is checked exactly as `kubesched scheduler run --config` checks it (fields, plugin names, args, the
-plugin modules loaded), then each `file.py:Class` of its `pluginModules` is pointed at the mounted copy of the
-`--plugin-module` file it names.
+The config is checked as `kubesched scheduler run --config` checks it (fields, plugin names, args); its plugin
+modules are imported only with --load-plugins (else their plugins' names and args are left to the scheduler). Then
+each `file.py:Class` of its `pluginModules` is pointed at the mounted copy of the `--plugin-module` file it names.
 """
 
 from __future__ import annotations
@@ -16,10 +16,12 @@ from kubesched.cli.scheduler_cmd import builder, config_problem, read_config
 from kubesched.config.errors import ConfigParseError
 from kubesched.config.model import DEFAULT_SCHEDULER_NAME
 from kubesched.config.parse import load_text
+from kubesched.config.profiles import ConfigError
 from kubesched.deploy import scheduler
 from kubesched.deploy.plan import SchedulerPlan
 from kubesched.errors import CLIError
 from kubesched.framework.interfaces import Handle
+from kubesched.scheduler.profiles.manager import PluginSource
 
 
 def scheduler_plan(args: argparse.Namespace, scheduler_name: str, namespace: str) -> SchedulerPlan:
@@ -31,7 +33,13 @@ def scheduler_plan(args: argparse.Namespace, scheduler_name: str, namespace: str
     if not path.is_file():
         raise CLIError(f"--config: no such file {path}")
     try:
-        built = builder(*read_config(path, live=True))(Handle)
+        # Without --load-plugins, pluginModules are not imported (their code would run here): the config is checked
+        # as far as that allows, and the scheduler checks the rest when it starts.
+        config, errors = read_config(path, live=True, plugins=PluginSource(import_modules=args.load_plugins))
+        if errors:
+            raise ConfigError(errors)
+        if args.load_plugins:
+            builder(config, errors)(Handle)  # every profile built once: the plugins' own args checks
         doc = load_text(path.read_text(encoding="utf-8"))
     except ConfigParseError as err:
         raise config_problem(err, path) from None
@@ -39,15 +47,21 @@ def scheduler_plan(args: argparse.Namespace, scheduler_name: str, namespace: str
         raise CLIError(f"--config: cannot read {path}: {err}") from None
     if not isinstance(doc, dict):  # read() above refused anything else already
         raise CLIError(f"--config {path}: not a KubeSchedulerConfiguration")
-    if built.config.profiles_named and args.scheduler_name:
-        names = ", ".join(p.scheduler_name for p in built.config.profiles)
+    if config.profiles_named and args.scheduler_name:
+        names = ", ".join(p.scheduler_name for p in config.profiles)
         raise CLIError(f"--scheduler-name: --config {path} names its profiles ({names}); drop one of the two")
-    for i, profile in enumerate(built.config.profiles if built.config.profiles_named else ()):
+    for i, profile in enumerate(config.profiles if config.profiles_named else ()):
         if profile.scheduler_name == DEFAULT_SCHEDULER_NAME:
             raise CLIError(
                 f"--config {path}: profiles[{i}].schedulerName: {DEFAULT_SCHEDULER_NAME!r} is the cluster's own "
                 "kube-scheduler's: both would bind the same pods; name it differently"
             )
+    if config.plugin_modules and not args.load_plugins:
+        print(
+            f"kubesched: note: --config {path}: pluginModules not imported: the plugins they define and their args "
+            "are checked when the scheduler starts; --load-plugins imports them here (their code runs) to check now",
+            file=sys.stderr,
+        )
     _check_lease(doc, path, namespace)
     files, modules = _plugin_files(doc.get("pluginModules") or [], path, args.plugin_module)
     if modules:

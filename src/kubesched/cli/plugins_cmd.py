@@ -11,6 +11,25 @@ from kubesched.config.profiles import ConfigError, load_file
 from kubesched.errors import CLIError
 from kubesched.scheduler.profiles.manager import describe, load_registry
 
+PLUGINS_FROM = ("files", "image")
+
+
+def add_plugins_from_flag(parser: argparse.ArgumentParser, what: str) -> None:
+    """--plugins-from: whether ``what`` (a config's pluginModules, a policy, python rules) may name files."""
+    parser.add_argument(
+        "--plugins-from",
+        choices=PLUGINS_FROM,
+        default="files",
+        help=f"image: {what} load only from what is installed (built-ins, entry points, modules of installed "
+        "packages), never a .py file, which is refused; files (default): also .py files and any importable module. "
+        "The rendered manifests use image unless they ship plugin files (docs/security.md)",
+    )
+
+
+def image_only(args: argparse.Namespace | None) -> bool:
+    """--plugins-from image (commands without the flag load as files)."""
+    return getattr(args, "plugins_from", "files") == "image"
+
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     plugins = sub.add_parser("plugins", help="scheduling plugins")

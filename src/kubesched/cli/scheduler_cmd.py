@@ -11,6 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from kubesched.cli import kube_version, logs, tables
+from kubesched.cli.plugins_cmd import add_plugins_from_flag, image_only
 from kubesched.cli.scheduler_live import LiveOptions, serve
 from kubesched.cluster.cache import ClusterCache
 from kubesched.cluster.files import ClusterFileError, read_cluster
@@ -97,6 +98,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "--leader-elect-resource-namespace", metavar="NS", help="the Lease's namespace (default kube-system)"
     )
     run.add_argument("--reload-interval", type=float, default=2.0, help="seconds between checks of --config")
+    add_plugins_from_flag(run, "the config's pluginModules (at start and on every reload)")
     run.add_argument(
         "--feature-gates",
         default="",
@@ -169,14 +171,18 @@ def config_problem(err: ConfigParseError, path: Path | None) -> CLIError:
 
 
 def read_config(
-    path: Path | None, live: bool = False, args: argparse.Namespace | None = None
+    path: Path | None,
+    live: bool = False,
+    args: argparse.Namespace | None = None,
+    plugins: PluginSource | None = None,
 ) -> tuple[SchedulerConfiguration, list[FieldError]]:
     """The configuration and every problem the one validator (`config.check`, as `config validate`) finds in
     it before building: from --config, else the default profile; live, a configuration that names no profile gets one
-    `kubesched` profile (kube-scheduler serves default-scheduler); the leader-election flags laid over it."""
+    `kubesched` profile (kube-scheduler serves default-scheduler); the leader-election flags laid over it.
+    ``plugins``: where its plugins come from (default: as --plugins-from says)."""
     profile = LIVE_DEFAULT_PROFILE if live else None
     version = config_version(args)
-    plugins = PluginSource()
+    plugins = plugins or PluginSource(installed_only=image_only(args))
     # Not built here: the caller builds it (`builder`) with the same PluginSource.build, hence the same problems.
     if path is None:
         verdict = validate_configuration(default_configuration(profile), plugins, version=version, build=False)
@@ -204,16 +210,19 @@ def config_version(args: argparse.Namespace | None) -> str:
 
 
 def builder(
-    config: SchedulerConfiguration, errors: list[FieldError], release: Release = REFERENCE
+    config: SchedulerConfiguration,
+    errors: list[FieldError],
+    release: Release = REFERENCE,
+    installed_only: bool = False,
 ) -> Callable[[Callable[[str], Handle]], Built]:
-    """How to build a configuration as read: its plugins loaded (user modules imported) and every profile
-    built with the handles the caller gives, with ``release``'s default plugins and semantics; ConfigError lists
-    ``errors`` and every problem building finds."""
+    """How to build a configuration as read: its plugins loaded (user modules imported; with ``installed_only``,
+    --plugins-from image, only installed ones) and every profile built with the handles the caller gives, with
+    ``release``'s default plugins and semantics; ConfigError lists ``errors`` and every problem building finds."""
 
     def build(make_handle: Callable[[str], Handle]) -> Built:
         if errors:  # the validator's verdict; building then would only repeat it in other words
             raise ConfigError(errors)
-        registry, load_errors = load_registry(config.plugin_modules)
+        registry, load_errors = load_registry(config.plugin_modules, installed_only=installed_only)
         return build_profiles(config, registry, make_handle, load_errors, release)
 
     return build
@@ -223,7 +232,7 @@ def rereader(
     path: Path, live: bool, args: argparse.Namespace | None, release: Release = REFERENCE
 ) -> Callable[[Callable[[str], Handle]], Built]:
     """A reload: read the file again and build it."""
-    return lambda make_handle: builder(*read_config(path, live, args), release)(make_handle)
+    return lambda make_handle: builder(*read_config(path, live, args), release, image_only(args))(make_handle)
 
 
 def feature_gates(text: str) -> dict[str, bool]:
@@ -295,7 +304,7 @@ def run_live(args: argparse.Namespace, config: SchedulerConfiguration) -> int:
     options = LiveOptions(
         conn,
         config,
-        builder(config, [], release),
+        builder(config, [], release, image_only(args)),
         rereader(args.config, True, args, release) if args.config is not None else None,
         args.config,
         host,
@@ -333,7 +342,7 @@ def run_in_memory(args: argparse.Namespace, config: SchedulerConfiguration) -> i
         scheduler = Scheduler(
             ClusterCache(),
             cluster,
-            builder(config, [], kube_version.release(args)),
+            builder(config, [], kube_version.release(args), image_only(args)),
             clock=clock,
             batching=args.gates["OpportunisticBatching"],
             extenders=ExtenderSet,

@@ -9,6 +9,7 @@ import ssl
 from pathlib import Path
 
 from kubesched.cli import logs, serving
+from kubesched.cli.plugins_cmd import add_plugins_from_flag, image_only
 from kubesched.cli.serving import parse_listen, wait_for_stop_signal
 from kubesched.cluster.cache import ClusterCache
 from kubesched.cluster.files import ClusterFileError, read_objects
@@ -29,6 +30,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     hook_sub = hook.add_subparsers(dest="webhook_command", required=True, metavar="COMMAND")
     serve = hook_sub.add_parser("serve", help="serve POST /validate and /mutate (AdmissionReview v1) over HTTPS")
     serve.add_argument("--config", type=Path, required=True, help="the rules (YAML, see docs/webhook.md)")
+    add_plugins_from_flag(serve, "python rules")
     serve.add_argument("--tls-cert", type=Path, help="serving certificate (PEM); required: HTTPS only")
     serve.add_argument("--tls-key", type=Path, help="private key of --tls-cert; required")
     serve.add_argument("--listen", default="0.0.0.0:8443", help="HOST:PORT (default 0.0.0.0:8443)")
@@ -77,7 +79,7 @@ def run_serve(args: argparse.Namespace) -> int:
         raise CLIError("--nodes and --kubeconfig exclude each other")
     cache = ClusterCache()  # nodes only, never pods: feasibility asks "could it ever fit"
     try:
-        config = webhook_config.load(args.config, cache)
+        config = webhook_config.load(args.config, cache, python="installed" if image_only(args) else "any")
     except webhook_config.WebhookConfigError as err:
         raise CLIError(str(err)) from None
     conn = None

@@ -26,6 +26,11 @@ from kubesched.framework.registry import Registry, did_you_mean
 class PluginSource(Protocol):
     """Where plugins come from (scheduler/profiles/manager.py): built-ins, entry points, `pluginModules`."""
 
+    @property
+    def import_modules(self) -> bool:
+        """False: `load` imports no module of `pluginModules`; plugins the registry lacks may come from them."""
+        ...
+
     def load(self, modules: Sequence[str]) -> tuple[Registry, list[FieldError]]:
         """The registry with the configuration's modules loaded, and every problem loading them."""
         ...
@@ -101,6 +106,9 @@ def _finish(
     known = set(registry) | rel.plugins
     unrunnable: list[FieldError] = []
     warnings: list[FieldError] = []
+    # pluginModules not imported: a name the registry lacks may be theirs; said, not refused, and nothing is built.
+    unimported = bool(config.plugin_modules) and not plugins.import_modules
+    unchecked = 0
     for profile in config.profiles:
         for point, refs in profile.plugins.items():
             seen: set[str] = set()
@@ -111,7 +119,10 @@ def _finish(
                     errors.append(FieldError(child(at, "name"), f'plugin "{ref.name}" already registered as "{kind}"'))
                     continue
                 seen.add(ref.name)
-                if ref.name not in known:
+                if ref.name not in known and unimported:
+                    unchecked += 1
+                    warnings.append(FieldError(child(at, "name"), f'plugin "{ref.name}": {UNCHECKED}'))
+                elif ref.name not in known:
                     hint = did_you_mean(ref.name, known).replace("'", '"')
                     errors.append(FieldError(child(at, "name"), f'plugin "{ref.name}" does not exist{hint}'))
                 elif ref.name not in registry:
@@ -120,13 +131,16 @@ def _finish(
                     unrunnable.append(
                         FieldError(at, f"kubesched's scheduler has no {point} extension point (kube-scheduler does)")
                     )
-        warnings += _unused_args(profile, known)
-    if build and not errors and not unrunnable:
+        warnings += [] if unimported else _unused_args(profile, known)
+    if build and not errors and not unrunnable and not unchecked:
         for problem in plugins.build(config, registry):
             # A plugin's args kube-scheduler accepts but kubesched's plugin cannot honour (it says so in these
             # words, e.g. VolumeBinding's `shape`): unrunnable, like a plugin kubesched lacks, not invalid.
             (unrunnable if NOT_IMPLEMENTED in problem.message else errors).append(problem)
     return Verdict(config, tuple(errors), tuple(unrunnable), tuple(warnings))
+
+
+UNCHECKED = "not built in nor an entry point; not checked: pluginModules were not imported"
 
 
 def _not_ours(name: str) -> str:

@@ -78,6 +78,7 @@ def _extender(plan: Plan, ext: ExtenderPlan) -> list[Obj]:
         "yes" if ext.watch_pods else "no",
     ]
     args += ["--listen", f"0.0.0.0:{PORT}", "--log-format", "json"]
+    args += ["--plugins-from", "files" if ext.policy_files else "image"]  # docs/security.md
     volumes = [k8s.TMP]
     inputs: list[Obj] = []
     if ext.policy_files:

@@ -74,6 +74,8 @@ def objects(plan: Plan, sched: SchedulerPlan) -> list[Obj]:
     config = k8s.config_map(SCHEDULER, ns, component, {"config.yaml": dump(config_document(plan, sched))})
     args = ["scheduler", "run", "--config", f"{CONFIG_DIR}/config.yaml", "--in-cluster"]
     args += ["--listen", f"0.0.0.0:{PORT}", "--log-format", "json"]
+    # Plugins from the image only, unless files ship in a ConfigMap (docs/security.md: who may edit it runs code).
+    args += ["--plugins-from", "files" if sched.plugin_files else "image"]
     volumes = [k8s.config_volume("config", SCHEDULER, CONFIG_DIR)]
     out = [
         k8s.service_account(SCHEDULER, ns, component, token=True),

@@ -63,6 +63,7 @@ def objects(plan: Plan, hook: WebhookPlan) -> list[Obj]:
     args = ["webhook", "serve", "--config", f"{CONFIG_DIR}/config.yaml"]
     args += ["--tls-cert", f"{TLS_DIR}/tls.crt", "--tls-key", f"{TLS_DIR}/tls.key"]
     args += ["--listen", f"0.0.0.0:{PORT}", "--log-format", "json"]
+    args += ["--plugins-from", "files" if rules.files else "image"]  # docs/security.md
     for name in hook.managed_resources:
         args += ["--managed-resource", name]
     volumes = [

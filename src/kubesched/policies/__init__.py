@@ -31,10 +31,11 @@ def _from_object(obj: object, spec: str) -> Policy:
     return obj
 
 
-def load(spec: str) -> Policy:
+def load(spec: str, *, installed_only: bool = False) -> Policy:
     """Load a policy: a built-in name, ``path/to/file.py[:attr]`` or ``package.module:attr``.
 
-    Without ``:attr`` the module's ``policy`` attribute is used.
+    Without ``:attr`` the module's ``policy`` attribute is used; ``installed_only``: no file, only modules of
+    installed packages (`--plugins-from image`).
     """
     factories = builtin()
     if spec in factories:
@@ -46,9 +47,14 @@ def load(spec: str) -> Policy:
             "or give path/to/policy.py or package.module:attr"
         )
     try:
-        return _from_object(load_object(spec, default_attr="policy"), spec)
+        return _from_object(load_object(spec, default_attr="policy", installed_only=installed_only), spec)
     except LoadError as err:
         raise PolicyError(str(err)) from None
+
+
+def is_builtin(spec: str) -> bool:
+    """A built-in policy: loading it runs only kubesched's own code."""
+    return spec in builtin()
 
 
 def registry_for(policy: Policy) -> Registry:

@@ -8,14 +8,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, Literal, cast
 
 import yaml
 
 from kubesched.cluster.cache import ClusterCache
 from kubesched.core.nodeaffinity import is_label_value, is_qualified_name
 from kubesched.errors import ConfigurationError
-from kubesched.framework.loader import LoadError, load_object
+from kubesched.framework.loader import LoadError, load_object, not_installed
 from kubesched.framework.registry import did_you_mean
 from kubesched.webhook.feasibility import Feasibility, FeasibilityChecker
 from kubesched.webhook.rules import Action, Phase, PythonRule, RequireLabel, Rule, SetScheduler, UserFunction
@@ -28,6 +28,9 @@ ACTIONS = ("deny", "warn")
 PHASES = ("validate", "mutate")
 TOLERATION_OPERATORS = ("", "Equal", "Exists")
 TAINT_EFFECTS = ("", "NoSchedule", "PreferNoSchedule", "NoExecute")
+# How python rules load: any file or module; only modules of installed packages (--plugins-from image); or not at
+# all (`kubesched manifests` without --load-plugins: the rule is checked for its form, its code never runs).
+PythonLoading = Literal["any", "installed", "none"]
 
 
 class WebhookConfigError(ConfigurationError):
@@ -155,10 +158,18 @@ def _tolerations(rule: _Fields) -> tuple[dict[str, Any], ...]:
     return tuple(out)
 
 
-def load_function(target: str, base: Path) -> UserFunction:
+def load_function(target: str, base: Path, python: PythonLoading = "any") -> UserFunction:
     """``path/to/file.py:func`` (relative to ``base``) or ``package.module:func``; ValueError says what failed."""
     if ":" not in target:
         raise ValueError("expected file.py:function or package.module:function")
+    module = target.rpartition(":")[0]
+    if python == "none":
+        if module.endswith(".py") and not (base / module).is_file():
+            raise ValueError(f"no such file {base / module}")
+        return _not_imported
+    refused = not_installed(module) if python == "installed" else None
+    if refused is not None:
+        raise ValueError(refused)
     try:
         func = load_object(target, base=base)
     except LoadError as err:
@@ -169,7 +180,11 @@ def load_function(target: str, base: Path) -> UserFunction:
     return cast(UserFunction, func)
 
 
-def _rule(raw: Any, i: int, problems: list[str], cache: ClusterCache, base: Path) -> Rule | None:
+def _not_imported(pod: Any, request: Any) -> None:
+    raise RuntimeError("a python rule parsed with python='none' is never called")
+
+
+def _rule(raw: Any, i: int, problems: list[str], cache: ClusterCache, base: Path, python: PythonLoading) -> Rule | None:
     where = f"rules[{i}]"
     kinds = [k for k in RULE_KINDS if isinstance(raw, dict) and k in raw]
     if isinstance(raw, dict) and len(kinds) != 1:
@@ -191,7 +206,7 @@ def _rule(raw: Any, i: int, problems: list[str], cache: ClusterCache, base: Path
         func: UserFunction | None = None
         if target:
             try:
-                func = load_function(target, base)
+                func = load_function(target, base, python)
             except ValueError as err:
                 rule.problem(f"{target}: {err}", "python")
         return PythonRule(name, target, func, phase) if func is not None and target else None
@@ -228,8 +243,10 @@ def _rule(raw: Any, i: int, problems: list[str], cache: ClusterCache, base: Path
     return Feasibility(name, FeasibilityChecker(cache), action, frozenset(names))
 
 
-def parse(doc: Any, cache: ClusterCache, *, base: Path, source: str) -> WebhookConfig:
-    """Build the rules of a decoded config document; raises WebhookConfigError listing every problem."""
+def parse(doc: Any, cache: ClusterCache, *, base: Path, source: str, python: PythonLoading = "any") -> WebhookConfig:
+    """Build the rules of a decoded config document; raises WebhookConfigError listing every problem.
+
+    ``python``: how its python rules load (`PythonLoading`)."""
     problems: list[str] = []
     top = _Fields(doc, "", problems, ("apiVersion", "kind", "operations", "rules"))
     for key, wanted in (("apiVersion", API_VERSION), ("kind", KIND)):
@@ -252,7 +269,7 @@ def parse(doc: Any, cache: ClusterCache, *, base: Path, source: str) -> WebhookC
         raw_rules = []
     seen: dict[str, int] = {}
     for i, raw in enumerate(raw_rules):
-        rule = _rule(raw, i, problems, cache, base)
+        rule = _rule(raw, i, problems, cache, base, python)
         if rule is None:
             continue
         if rule.name in seen:
@@ -264,12 +281,12 @@ def parse(doc: Any, cache: ClusterCache, *, base: Path, source: str) -> WebhookC
     return WebhookConfig(frozenset(operations), tuple(rules))
 
 
-def load(path: Path, cache: ClusterCache) -> WebhookConfig:
-    """Read and build a config file; python rules are imported relative to its directory."""
+def load(path: Path, cache: ClusterCache, *, python: PythonLoading = "any") -> WebhookConfig:
+    """Read and build a config file; python rules are imported relative to its directory (``python``: how)."""
     try:
         doc = yaml.safe_load(path.read_text())
     except OSError as err:
         raise WebhookConfigError(str(path), [f"cannot read: {err.strerror}"]) from None
     except yaml.YAMLError as err:
         raise WebhookConfigError(str(path), [f"not valid YAML: {err}"]) from None
-    return parse(doc, cache, base=path.parent, source=str(path))
+    return parse(doc, cache, base=path.parent, source=str(path), python=python)

@@ -150,6 +150,7 @@ CASES: list[Case] = [
             "--bind",
             "--policy",
             str(EXAMPLES / "licensed_policy.py"),
+            "--load-plugins",
             "--scheduler-name",
             "licensed",
             "--kube-scheduler-image",
@@ -167,7 +168,7 @@ CASES: list[Case] = [
                 "managedResources": [],
             }
         },
-        lambda t: ["extender", "--policy", f"{write(t / 'plain.py', PLAIN)}:policy"],
+        lambda t: ["extender", "--policy", f"{write(t / 'plain.py', PLAIN)}:policy", "--load-plugins"],
     ),
     (
         "webhook-generated",

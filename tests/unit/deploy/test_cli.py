@@ -57,10 +57,13 @@ def test_certs_for_another_namespace_are_refused(tmp_path: Path, capsys: pytest.
 
 
 def test_a_policy_file_is_shipped_in_a_config_map(capsys: pytest.CaptureFixture[str]) -> None:
-    objects = manifests(capsys, "extender", "--policy", str(EXAMPLES / "licensed_policy.py"), "--bind")
+    objects = manifests(
+        capsys, "extender", "--policy", str(EXAMPLES / "licensed_policy.py"), "--bind", "--load-plugins"
+    )
     assert "LicensedZone" in find(objects, "ConfigMap", "kubesched-extender-policy")["data"]["licensed_policy.py"]
     args = find(objects, "Deployment", "kubesched-extender")["spec"]["template"]["spec"]["containers"][0]["args"]
     assert args[args.index("--policy") + 1] == "/etc/kubesched/policy/licensed_policy.py"
+    assert args[args.index("--plugins-from") + 1] == "files"  # the file ships in a ConfigMap
     config = yaml.safe_load(find(objects, "ConfigMap", "kubesched-extender-scheduler")["data"]["config.yaml"])
     (extender,) = config["extenders"]
     assert extender["managedResources"] == [{"name": "example.com/licence", "ignoredByScheduler": True}]

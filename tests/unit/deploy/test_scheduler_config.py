@@ -157,7 +157,7 @@ def test_bad_configs_and_plugin_files_are_refused_with_the_field(
     config = write_config(tmp_path, **change)
     (tmp_path / "other.py").write_text(PLUGIN)
     argv = [a if a != "P" else "--plugin-module=plugins/gpu.py" for a in argv]
-    err = error(capsys, "scheduler", "--config", str(config), *argv)
+    err = error(capsys, "scheduler", "--config", str(config), "--load-plugins", *argv)
     assert message in err and "Traceback" not in err
 
 
@@ -190,5 +190,5 @@ def test_hostile_plugin_files_end_in_a_clear_error(
         plugin.write_bytes(source)
     else:
         plugin.write_text(source)
-    err = error(capsys, "scheduler", "--config", str(config), "--plugin-module", str(plugin))
+    err = error(capsys, "scheduler", "--config", str(config), "--plugin-module", str(plugin), "--load-plugins")
     assert err.startswith("kubesched: error:") and message in err and "Traceback" not in err

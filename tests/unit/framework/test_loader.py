@@ -40,3 +40,24 @@ def test_a_module_that_fails_to_import(tmp_path: Path) -> None:
     f.write_text("raise RuntimeError('boom')\n")
     with pytest.raises(LoadError, match=r"importing .* failed: RuntimeError: boom"):
         load_object(f"{f}:x")
+
+
+def test_installed_only_refuses_files_and_stray_modules_before_importing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    marker = tmp_path / "ran"
+    evil = tmp_path / "evil.py"
+    evil.write_text(f"open({str(marker)!r}, 'w').close()\nX = 1\n")
+    (tmp_path / "stray_mod_xyz.py").write_text(f"open({str(marker)!r}, 'w').close()\nX = 1\n")
+    monkeypatch.syspath_prepend(str(tmp_path))  # importable, but no installed package's
+    with pytest.raises(LoadError, match=r"evil\.py is a file: refused by --plugins-from image"):
+        load_object(f"{evil}:X", installed_only=True)
+    with pytest.raises(LoadError, match="stray_mod_xyz is no module of an installed package"):
+        load_object("stray_mod_xyz:X", installed_only=True)
+    with pytest.raises(LoadError, match="json is no module of an installed package"):
+        load_object("json:dumps", installed_only=True)  # the standard library is no plugin source either
+    assert not marker.exists()  # nothing was imported
+    # Installed: kubesched itself and the packages installed beside it.
+    assert load_object("kubesched.plugins.node_name:NodeName", installed_only=True).__name__ == "NodeName"
+    assert load_object("yaml:safe_load", installed_only=True).__name__ == "safe_load"
+    assert load_object("stray_mod_xyz:X") == 1 and marker.exists()  # without it, as before

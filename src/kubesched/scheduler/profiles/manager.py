@@ -25,7 +25,7 @@ from kubesched.config.profiles import ConfigError, SchedulerConfiguration, defau
 from kubesched.errors import FieldError, index
 from kubesched.framework.build import build_profiles
 from kubesched.framework.interfaces import Handle
-from kubesched.framework.loader import load_object
+from kubesched.framework.loader import load_object, not_installed
 from kubesched.framework.profile import extension_points
 from kubesched.framework.registry import Registry, RegistryError
 from kubesched.plugins import in_tree
@@ -45,9 +45,11 @@ def _installed_entry_points() -> Iterable[importlib.metadata.EntryPoint]:
 
 
 def load_registry(
-    modules: Sequence[str] = (), entry_points: EntryPoints = _installed_entry_points
+    modules: Sequence[str] = (), entry_points: EntryPoints = _installed_entry_points, *, installed_only: bool = False
 ) -> tuple[Registry, list[FieldError]]:
-    """Built-ins, entry points and module paths in one registry, and every problem met on the way."""
+    """Built-ins, entry points and module paths in one registry, and every problem met on the way.
+
+    ``installed_only`` (--plugins-from image): a file or a module of no installed package is refused, not imported."""
     registry = in_tree()
     errors: list[FieldError] = []
     for ep in entry_points():
@@ -61,6 +63,10 @@ def load_registry(
         _register(registry, loaded, f"entry point {ep.value} ({dist})", where, errors)
     for i, spec in enumerate(modules):
         where = index("pluginModules", i)
+        refused = not_installed(spec) if installed_only else None
+        if refused is not None:
+            errors.append(FieldError(where, f"{spec}: {refused}"))
+            continue
         try:
             loaded = load_object(spec, fresh=True)  # a changed file is imported again
         except Exception as err:
@@ -120,12 +126,19 @@ def build(
 @dataclass(frozen=True)
 class PluginSource:
     """The plugins a configuration can name, for `config.check` (the one validator): built-ins, the entry
-    points, its `pluginModules`; `build` builds every profile once, with plain handles, for its problems."""
+    points, its `pluginModules`; `build` builds every profile once, with plain handles, for its problems.
+
+    ``installed_only``: --plugins-from image; without ``import_modules`` the `pluginModules` are not imported at all
+    (`kubesched manifests` without --load-plugins): only the built-ins and entry points are known."""
 
     entry_points: EntryPoints = _installed_entry_points
+    installed_only: bool = False
+    import_modules: bool = True
 
     def load(self, modules: Sequence[str]) -> tuple[Registry, list[FieldError]]:
-        return load_registry(modules, self.entry_points)
+        if not self.import_modules:
+            return load_registry((), self.entry_points)
+        return load_registry(modules, self.entry_points, installed_only=self.installed_only)
 
     def build(self, config: SchedulerConfiguration, registry: Registry) -> list[FieldError]:
         try:
