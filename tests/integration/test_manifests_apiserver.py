@@ -132,7 +132,7 @@ def cluster(control_plane: ControlPlane) -> Iterator[Cluster]:
     "argv",
     [
         ("extender",),
-        ("extender", "--bind", "--policy", str(EXAMPLES / "licensed_policy.py")),
+        ("extender", "--bind", "--policy", str(EXAMPLES / "licensed_policy.py"), "--load-plugins"),
         ("scheduler",),
         ("webhook", "--generate-certs"),
         ("webhook", "--generate-certs", "--webhook-config", str(EXAMPLES / "webhook-config.yaml")),
