@@ -84,8 +84,11 @@ class Run:
 class SchedulerProcess:
     """`python -m kubesched scheduler run` with a config file, following the control plane."""
 
-    def __init__(self, cp: ControlPlane, config: Path, log: Path, kubeconfig: Path | None = None) -> None:
+    def __init__(
+        self, cp: ControlPlane, config: Path, log: Path, kubeconfig: Path | None = None, args: tuple[str, ...] = ()
+    ) -> None:
         self.cp = cp
+        self.args = args
         self.config = config
         self.kubeconfig = kubeconfig or cp.admin_kubeconfig
         self.port = free_port()
@@ -113,6 +116,7 @@ class SchedulerProcess:
             "0.3",
             "--log-format",
             "text",
+            *self.args,
         ]
         with self.log.open("ab") as out:  # the child keeps its own copy of the descriptor
             self.proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT)
@@ -158,10 +162,11 @@ def running(
     name: str = "sched",
     kubeconfig: Path | None = None,
     wait_ready: bool = True,
+    args: tuple[str, ...] = (),
 ) -> Iterator[SchedulerProcess]:
     path = tmp_path / f"{name}.yaml"
     path.write_text(yaml.safe_dump(config, sort_keys=False))
-    proc = SchedulerProcess(cp, path, tmp_path / f"{name}.log", kubeconfig).start(wait_ready)
+    proc = SchedulerProcess(cp, path, tmp_path / f"{name}.log", kubeconfig, args).start(wait_ready)
     try:
         yield proc
     finally:
