@@ -189,6 +189,9 @@ def test_dev_cluster_up_subprocess(control_plane_binaries: build.Binaries) -> No
             proc.stdout.close()
 
 
+# The harness is no pytest11 entry point: an inner pytest (outside this project's addopts) asks for it.
+PLUGIN = "kubesched.testing.pytest_plugin"
+
 FAILING_SUITE = """
 import pytest
 
@@ -202,7 +205,7 @@ def test_failed_test_keeps_control_plane_logs(control_plane_binaries: build.Bina
     (tmp_path / "test_inner.py").write_text(FAILING_SUITE)
     env = {k: v for k, v in os.environ.items() if k != "KUBESCHED_KEEP_LOGS"}
     result = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(tmp_path / "test_inner.py")],
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", PLUGIN, str(tmp_path / "test_inner.py")],
         cwd=tmp_path,
         env=env,
         capture_output=True,

@@ -100,6 +100,9 @@ def test_dev_cluster_up_rejects_invalid_yaml(tmp_path: Path) -> None:
         dev_cluster.run(_up_args(scheduler_config=bad))
 
 
+# The harness is no pytest11 entry point: an inner pytest (outside this project's addopts) asks for it.
+PLUGIN = "kubesched.testing.pytest_plugin"
+
 INNER_TEST = """
 import pytest
 
@@ -116,7 +119,18 @@ def _run_inner_pytest(tmp_path: Path, **env: str) -> subprocess.CompletedProcess
     no_go_path = os.pathsep.join(p for p in base.get("PATH", "").split(os.pathsep) if not (Path(p) / "go").exists())
     full_env = {**base, "PATH": no_go_path, "KUBESCHED_CACHE": str(tmp_path / "cache"), **env}
     return subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider", str(tmp_path / "test_inner.py")],
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-rs",
+            "-p",
+            "no:cacheprovider",
+            "-p",
+            PLUGIN,
+            str(tmp_path / "test_inner.py"),
+        ],
         cwd=tmp_path,
         env=full_env,
         capture_output=True,
