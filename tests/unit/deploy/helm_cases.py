@@ -113,7 +113,10 @@ CASES: list[Case] = [
     (
         "scheduler-named",
         "team-a",
-        lambda t: {"image": "reg.example/ks:1", "scheduler": {"enabled": True, "schedulerName": "batch"}},
+        lambda t: {
+            "image": {"repository": "reg.example/ks", "tag": "1"},
+            "scheduler": {"enabled": True, "schedulerName": "batch"},
+        },
         lambda t: ["scheduler", "--namespace", "team-a", "--image", "reg.example/ks:1", "--scheduler-name", "batch"],
     ),
     (

@@ -72,8 +72,13 @@ def test_the_example_webhook_config_registers_both_hooks(capsys: pytest.CaptureF
         capsys, "webhook", "--generate-certs", "--webhook-config", str(EXAMPLES / "webhook-config.yaml")
     )
     mutating = find(objects, "MutatingWebhookConfiguration", "kubesched-webhook.kubesched")["webhooks"][0]
-    validating = find(objects, "ValidatingWebhookConfiguration", "kubesched-webhook.kubesched")["webhooks"][0]
-    assert (mutating["failurePolicy"], validating["failurePolicy"]) == ("Ignore", "Fail")
+    fail_open, validating = find(objects, "ValidatingWebhookConfiguration", "kubesched-webhook.kubesched")["webhooks"]
+    assert (mutating["failurePolicy"], fail_open["failurePolicy"], validating["failurePolicy"]) == (
+        "Ignore",
+        "Ignore",
+        "Fail",
+    )
+    assert validating["name"] == "validate-fail-closed.kubesched.io"
     assert "matchConditions" not in validating  # can-fit-elsewhere warns on every pod
     assert find(objects, "ClusterRole", "kubesched-webhook.kubesched")["rules"][0]["resources"] == ["nodes"]
 
@@ -85,7 +90,7 @@ def test_python_rule_files_travel_with_the_config(tmp_path: Path, capsys: pytest
     objects = manifests(capsys, "webhook", "--generate-certs", "--webhook-config", str(config))
     data = find(objects, "ConfigMap", "kubesched-webhook-config")["data"]
     assert set(data) == {"config.yaml", "rules.py"}
-    validating = find(objects, "ValidatingWebhookConfiguration", "kubesched-webhook.kubesched")["webhooks"][0]
+    validating = find(objects, "ValidatingWebhookConfiguration", "kubesched-webhook.kubesched")["webhooks"][1]
     assert validating["failurePolicy"] == "Fail" and "matchConditions" not in validating
     assert not [o for o in objects if o["kind"] == "ClusterRole"]
 
