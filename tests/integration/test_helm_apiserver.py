@@ -21,7 +21,9 @@ import yaml
 from kubesched.testing.adminapi import ApiError
 from kubesched.testing.controlplane import ControlPlane
 from kubesched.testing.waiting import wait_until
+from tests.integration.test_scheduler_e2e import SchedulerProcess
 from tests.unit.deploy.helm_support import CHART, helm_binary, run_helm
+from tests.unit.deploy.test_helm_values_all import EVERY_VALUE
 
 pytestmark = pytest.mark.controlplane
 
@@ -66,15 +68,19 @@ class Release:
     def objects(self) -> list[Obj]:
         return [o for o in yaml.safe_load_all(self.helm_run("get", "manifest", "kubesched")) if o]
 
-    def get(self, obj: Obj) -> Obj | None:
+    def path(self, obj: Obj) -> str:
+        """The object's URL, its resource found by discovery."""
         version, kind, meta = obj["apiVersion"], obj["kind"], obj["metadata"]
         base = "/api/v1" if version == "v1" else f"/apis/{version}"
         resources = self.cp.api("GET", base)["resources"]
         (resource,) = [r for r in resources if r["kind"] == kind and "/" not in r["name"]]
         namespace = meta.get("namespace")
         where = f"{base}/namespaces/{namespace}/{resource['name']}" if namespace else f"{base}/{resource['name']}"
+        return f"{where}/{meta['name']}"
+
+    def get(self, obj: Obj) -> Obj | None:
         try:
-            return self.cp.api("GET", f"{where}/{meta['name']}")
+            return self.cp.api("GET", self.path(obj))
         except ApiError as err:
             if err.status == 404:
                 return None
@@ -181,6 +187,88 @@ def test_an_upgrade_keeps_the_generated_certificate(release: Release) -> None:
     assert hook["webhooks"][0]["timeoutSeconds"] == 3
     assert hook["webhooks"][0]["clientConfig"]["caBundle"] == before
     assert b"BEGIN CERTIFICATE" in base64.b64decode(before)
+
+
+def test_every_value_upgrades_and_passes_server_side_dry_runs(release: Release) -> None:
+    """`helm upgrade` with every value set (tests/unit/deploy/data/every-value.yaml, metrics included, on an API
+    server without the Prometheus Operator); each pod its Deployments would create is admitted by a dry-run (Pod
+    Security restricted, the priority classes), and each rendered object passes a server-side apply dry-run."""
+    values = yaml.safe_load(EVERY_VALUE.read_text())
+    try:
+        notes = release.helm_run("upgrade", "kubesched", str(CHART), values=values)
+        assert "no ServiceMonitor rendered" in notes and "no PrometheusRule rendered" in notes, notes
+        kinds = {o["kind"] for o in release.objects()}
+        assert not kinds & {"ServiceMonitor", "PrometheusRule"} and "PodDisruptionBudget" in kinds
+        replicas = {"kubesched-scheduler": 2, "kubesched-extender-scheduler": 2, "kubesched-webhook": 3}
+        for name, want in replicas.items():
+            deployment = release.cp.api("GET", f"/apis/apps/v1/namespaces/{NS}/deployments/{name}")
+            assert deployment["spec"]["replicas"] == want, name
+        for obj in release.objects():
+            if obj["kind"] == "Deployment":
+                template = obj["spec"]["template"]
+                meta = {**template["metadata"], "name": f"{obj['metadata']['name']}-dry-run"}
+                pod = {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": template["spec"]}
+                admitted = release.cp.api("POST", f"/api/v1/namespaces/{NS}/pods", pod, params={"dryRun": "All"})
+                assert admitted["spec"]["priority"] >= 2_000_000_000, obj["metadata"]["name"]  # system-*-critical
+        path = release.workdir / "every-value.yaml"
+        path.write_text(yaml.safe_dump(values))
+        rendered = run_helm(release.helm, "template", "kubesched", str(CHART), "--namespace", NS, "-f", str(path))
+        objects = [o for o in yaml.safe_load_all(rendered.stdout) if o]
+        assert len(objects) > 30
+        for obj in objects:
+            params = {"dryRun": "All", "fieldManager": "kubesched-test", "force": "true"}
+            content = "application/apply-patch+yaml"  # JSON is YAML
+            release.cp.api("PATCH", release.path(obj), obj, params=params, content_type=content)
+    finally:
+        release.helm_run("upgrade", "kubesched", str(CHART), values=VALUES)
+
+
+def test_two_scheduler_replicas_elect_one_leader_with_the_charts_config_and_rbac(release: Release) -> None:
+    """scheduler.replicaCount 2: two `kubesched scheduler run` processes with the deployed ConfigMap's config, each
+    as the chart's ServiceAccount (its RBAC alone), hold the Lease the Role grants in turn."""
+    cp, name = release.cp, "kubesched-scheduler"
+    election = {"leaseDuration": "4s", "renewDeadline": "3s", "retryPeriod": "500ms"}
+    config = {
+        "apiVersion": "kubescheduler.config.k8s.io/v1",
+        "kind": "KubeSchedulerConfiguration",
+        "leaderElection": election,
+        "profiles": [{"schedulerName": f"ks-helm-le-{RUN}"}],
+    }
+    values = {**VALUES, "scheduler": {"enabled": True, "replicaCount": 2, "config": config}}
+    release.helm_run("upgrade", "kubesched", str(CHART), values=values)
+    processes: list[SchedulerProcess] = []
+    try:
+        deployment = cp.api("GET", f"/apis/apps/v1/namespaces/{NS}/deployments/{name}")
+        assert deployment["spec"]["replicas"] == 2
+        deployed = cp.api("GET", f"/api/v1/namespaces/{NS}/configmaps/{name}")["data"]["config.yaml"]
+        assert yaml.safe_load(deployed)["leaderElection"] == {**election, "leaderElect": True, "resourceName": name,
+                                                              "resourceNamespace": NS}  # fmt: skip
+        path = release.workdir / "deployed.yaml"
+        path.write_text(deployed)
+        groups = ["system:serviceaccounts", f"system:serviceaccounts:{NS}", "system:authenticated"]
+        account = cp.kubeconfig(f"system:serviceaccount:{NS}:{name}", groups)
+        for replica in ("a", "b"):
+            log = release.workdir / f"replica-{replica}.log"
+            processes.append(SchedulerProcess(cp, path, log, account).start())
+        first, second = processes
+
+        def holder() -> str:
+            lease = cp.get_or_none(f"/apis/coordination.k8s.io/v1/namespaces/{NS}/leases/{name}")
+            return str(((lease or {}).get("spec") or {}).get("holderIdentity") or "")
+
+        wait_until(lambda: "became the leader" in first.tail() + second.tail(), "one replica leading", within=20)
+        leader, standby = (first, second) if "became the leader" in first.tail() else (second, first)
+        assert holder() and "became the leader" not in standby.tail()
+        before = holder()
+        assert leader.stop() == 0
+        wait_until(lambda: "became the leader" in standby.tail(), "the other replica taking over", within=20)
+        wait_until(lambda: holder() not in ("", before), "the Lease changing hands", within=10)
+    finally:
+        for proc in processes:
+            proc.stop()
+        release.helm_run("upgrade", "kubesched", str(CHART), values=VALUES)
+        with contextlib.suppress(ApiError):
+            cp.api("DELETE", f"/apis/coordination.k8s.io/v1/namespaces/{NS}/leases/{name}")
 
 
 def test_uninstall_removes_everything(release: Release) -> None:
