@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import shlex
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,11 +19,12 @@ from typing import Any
 import pytest
 import yaml
 
+from kubesched.cli.main import main
 from kubesched.testing.adminapi import ApiError
 from kubesched.testing.controlplane import ControlPlane
 from kubesched.testing.waiting import wait_until
 from tests.integration.test_scheduler_e2e import SchedulerProcess
-from tests.unit.deploy.helm_support import CHART, helm_binary, run_helm
+from tests.unit.deploy.helm_support import CHART, ROOT, helm_binary, run_helm
 from tests.unit.deploy.test_helm_values_all import EVERY_VALUE
 
 pytestmark = pytest.mark.controlplane
@@ -190,7 +192,7 @@ def test_an_upgrade_keeps_the_generated_certificate(release: Release) -> None:
 
 
 def test_every_value_upgrades_and_passes_server_side_dry_runs(release: Release) -> None:
-    """`helm upgrade` with every value set (tests/unit/deploy/data/every-value.yaml, metrics included, on an API
+    """`helm upgrade` with every value set (tests/unit/deploy/every-value.yaml, metrics included, on an API
     server without the Prometheus Operator); each pod its Deployments would create is admitted by a dry-run (Pod
     Security restricted, the priority classes), and each rendered object passes a server-side apply dry-run."""
     values = yaml.safe_load(EVERY_VALUE.read_text())
@@ -269,6 +271,40 @@ def test_two_scheduler_replicas_elect_one_leader_with_the_charts_config_and_rbac
         release.helm_run("upgrade", "kubesched", str(CHART), values=VALUES)
         with contextlib.suppress(ApiError):
             cp.api("DELETE", f"/apis/coordination.k8s.io/v1/namespaces/{NS}/leases/{name}")
+
+
+def test_the_readmes_install_command_works_without_the_prometheus_operator(
+    control_plane: ControlPlane, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """README.md's two commands as written (the namespace made unique), on an API server without the CRDs."""
+    text = (ROOT / "README.md").read_text()
+    lines = text.replace("\\\n", " ").splitlines()
+    (manifests,) = [ln for ln in lines if ln.startswith("kubesched manifests scheduler") and "--helm-values" in ln]
+    (install,) = [ln for ln in lines if ln.startswith("helm install kubesched deploy/helm/kubesched")]
+    argv = shlex.split(manifests.split(">")[0])[1:]
+    capsys.readouterr()
+    monkey = pytest.MonkeyPatch()
+    monkey.chdir(ROOT)
+    try:
+        assert main(argv) == 0
+    finally:
+        monkey.undo()
+    (tmp_path / "values.yaml").write_text(capsys.readouterr().out)
+    namespace = f"ksr-{RUN}"
+    helm_argv = shlex.split(install.replace("--namespace kubesched", f"--namespace {namespace}"))[1:]
+    helm_argv = [str(tmp_path / "values.yaml") if a == "values.yaml" else a for a in helm_argv]
+    helm_argv = [str(CHART) if a == "deploy/helm/kubesched" else a for a in helm_argv]
+    helm, kubeconfig = helm_binary(), str(control_plane.admin_kubeconfig)
+    try:
+        out = run_helm(helm, *helm_argv, "--kubeconfig", kubeconfig).stdout
+        assert "STATUS: deployed" in out and "no ServiceMonitor rendered" in out, out
+        manifest = run_helm(helm, "get", "manifest", "kubesched", "-n", namespace, "--kubeconfig", kubeconfig).stdout
+        kinds = {o["kind"] for o in yaml.safe_load_all(manifest) if o}
+        assert {"Deployment", "Service"} <= kinds and not kinds & {"ServiceMonitor", "PrometheusRule"}
+        assert "ConfigMap" in kinds  # the dashboard's among them
+    finally:
+        run_helm(helm, "uninstall", "kubesched", "-n", namespace, "--kubeconfig", kubeconfig, check=False)
+        control_plane.delete_namespace(namespace)
 
 
 def test_uninstall_removes_everything(release: Release) -> None:

@@ -1,4 +1,4 @@
-"""The chart with every value set (data/every-value.yaml): it lints, renders, and each tunable reaches the pods."""
+"""The chart with every value set (every-value.yaml): it lints, renders, and each tunable reaches the pods."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import yaml
 from tests.unit.deploy.helm_support import CHART, PROMETHEUS_OPERATOR, helm_binary, run_helm, template
 
 Obj = dict[str, Any]
-EVERY_VALUE = Path(__file__).parent / "data" / "every-value.yaml"
+EVERY_VALUE = Path(__file__).parent / "every-value.yaml"
 POD_KEYS = ("nodeSelector", "tolerations", "affinity", "priorityClassName")
 
 
