@@ -218,6 +218,41 @@ CASES: list[Case] = [
         lambda t: ["webhook", "--webhook-config", str(write_rules(t)), "--certs-dir", str(t / "certs")],
     ),
     (
+        # A rule that can deny: fail-closed under the user's label only; the user's list of dependencies.
+        "webhook-fail-closed-label",
+        "kubesched",
+        lambda t: {
+            "webhook": {
+                "enabled": True,
+                "config": PYTHON_RULES,
+                "files": {"rules.py": RULES_PY},
+                "failClosedNamespaceLabel": {"key": "team.example.com/admission", "value": "strict"},
+                "excludeNamespaces": ["security", "calico-system"],
+            }
+        },
+        lambda t: [
+            "webhook",
+            "--webhook-config",
+            str(write_rules(t)),
+            "--generate-certs",
+            "--fail-closed-label",
+            "team.example.com/admission=strict",
+            "--exclude-namespace",
+            "security",
+            "--exclude-namespace",
+            "calico-system",
+        ],
+    ),
+    (
+        "scheduler-image-digest",
+        "kubesched",
+        lambda t: {
+            "image": {"repository": "reg.example:5000/ks", "digest": "sha256:" + "ab" * 32},
+            "scheduler": {"enabled": True},
+        },
+        lambda t: ["scheduler", "--image", "reg.example:5000/ks@sha256:" + "ab" * 32],
+    ),
+    (
         "webhook-failure-policy",
         "kubesched",
         lambda t: {"webhook": {"enabled": True, "validatingFailurePolicy": "Fail", "schedulerNames": ["a", "b"]}},

@@ -181,6 +181,10 @@ def test_output_directory_gets_one_file_per_object(tmp_path: Path, capsys: pytes
         (["all", "--kustomize"], "--kustomize: give the directory with -o DIR"),
         (["all", "--kustomize", "-o", "x", "--generate-certs"], "--kustomize: the base makes the webhook's Secret"),
         (["extender", "--image", ""], "--image: '' is not an image reference"),
+        (["scheduler", "--fail-closed-label", "a=b"], "--fail-closed-label: does not apply to mode scheduler"),
+        (["webhook", "--generate-certs", "--fail-closed-label", "strict"], "--fail-closed-label: 'strict' is not KEY"),
+        (["webhook", "--generate-certs", "--fail-closed-label", "a b=c"], "--fail-closed-label: 'a b' is not a label"),
+        (["webhook", "--generate-certs", "--fail-closed-label", "a=b c"], "--fail-closed-label: 'b c' is not a label"),
         (["extender", "--webhook-managed-resource", "example.com/gpu"], "--webhook-managed-resource: does not apply"),
         (
             ["webhook", "--generate-certs", "--webhook-managed-resource", "nvidia.com/gpu x"],

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 import yaml
 
+from kubesched.deploy import helm_values
 from tests.unit.deploy.helm_support import CHART, PROMETHEUS_OPERATOR, helm_binary, run_helm, template
 
 Obj = dict[str, Any]
@@ -139,3 +140,18 @@ def test_bad_tunables_fail_with_the_field(helm: Path, tmp_path: Path, values: Ob
     path.write_text(yaml.safe_dump(values))
     proc = run_helm(helm, "template", "x", str(CHART), "-f", str(path), check=False)
     assert proc.returncode != 0 and message in proc.stderr, proc.stderr
+
+
+@pytest.mark.parametrize(
+    ("reference", "values"),
+    [
+        ("kubesched:0.1.0", {"repository": "kubesched", "tag": "0.1.0"}),
+        ("kubesched", {"repository": "kubesched", "tag": "latest"}),
+        ("reg.example:5000/team/ks", {"repository": "reg.example:5000/team/ks", "tag": "latest"}),
+        ("reg.example:5000/ks:2", {"repository": "reg.example:5000/ks", "tag": "2"}),
+        ("ks:1@sha256:" + "0" * 64, {"repository": "ks", "tag": "1", "digest": "sha256:" + "0" * 64}),
+        ("r.io/ks@sha256:" + "0" * 64, {"repository": "r.io/ks", "tag": "", "digest": "sha256:" + "0" * 64}),
+    ],
+)
+def test_an_image_reference_as_the_charts_image_values(reference: str, values: Obj) -> None:
+    assert helm_values.image(reference) == values
