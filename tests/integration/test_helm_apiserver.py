@@ -307,6 +307,55 @@ def test_the_readmes_install_command_works_without_the_prometheus_operator(
         control_plane.delete_namespace(namespace)
 
 
+def _crd(kind: str) -> Obj:
+    """A stand-in for the Prometheus Operator's CRD: the same group, version and kind, any content."""
+    plural = kind.lower() + "s"
+    schema = {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}}
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": f"{plural}.monitoring.coreos.com"},
+        "spec": {
+            "group": "monitoring.coreos.com",
+            "scope": "Namespaced",
+            "names": {"kind": kind, "plural": plural, "singular": kind.lower(), "listKind": f"{kind}List"},
+            "versions": [{"name": "v1", "served": True, "storage": True, "schema": schema}],
+        },
+    }
+
+
+def test_where_the_operator_api_is_served_the_monitoring_objects_are_installed(release: Release) -> None:
+    cp = release.cp
+    crds = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+    present = {c["metadata"]["name"] for c in cp.api("GET", crds)["items"]}
+    made = [k for k in ("ServiceMonitor", "PrometheusRule") if f"{k.lower()}s.monitoring.coreos.com" not in present]
+    for kind in made:
+        cp.api("POST", crds, _crd(kind))
+
+    def served() -> bool:
+        with contextlib.suppress(ApiError):
+            kinds = {r["kind"] for r in cp.api("GET", "/apis/monitoring.coreos.com/v1")["resources"]}
+            return {"ServiceMonitor", "PrometheusRule"} <= kinds
+        return False
+
+    metrics = {"service": True, "serviceMonitor": {"enabled": True}, "prometheusRule": {"enabled": True}}
+    try:
+        wait_until(served, "the monitoring CRDs served", within=30)
+        notes = release.helm_run("upgrade", "kubesched", str(CHART), values={**VALUES, "metrics": metrics})
+        assert "rendered: this cluster does not serve" not in notes
+        base = f"/apis/monitoring.coreos.com/v1/namespaces/{NS}"
+        monitor = cp.api("GET", f"{base}/servicemonitors/kubesched-webhook")
+        assert monitor["spec"]["endpoints"][0]["tlsConfig"]["ca"]["configMap"]["name"] == "kubesched-webhook-ca"
+        ca = cp.api("GET", f"/api/v1/namespaces/{NS}/configmaps/kubesched-webhook-ca")["data"]["ca.crt"]
+        secret = cp.api("GET", f"/api/v1/namespaces/{NS}/secrets/kubesched-webhook-tls")["data"]["ca.crt"]
+        assert ca == base64.b64decode(secret).decode()
+        assert cp.api("GET", f"{base}/prometheusrules/kubesched")["spec"]["groups"]
+    finally:
+        release.helm_run("upgrade", "kubesched", str(CHART), values=VALUES)
+        for kind in made:
+            cp.api("DELETE", f"{crds}/{kind.lower()}s.monitoring.coreos.com")
+
+
 def test_uninstall_removes_everything(release: Release) -> None:
     objects = release.objects()
     release.helm_run("uninstall", "kubesched")
