@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import contextlib
 import shlex
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -305,6 +306,48 @@ def test_the_readmes_install_command_works_without_the_prometheus_operator(
     finally:
         run_helm(helm, "uninstall", "kubesched", "-n", namespace, "--kubeconfig", kubeconfig, check=False)
         control_plane.delete_namespace(namespace)
+
+
+def test_two_kube_scheduler_replicas_of_extender_mode_elect_one_leader(release: Release) -> None:
+    """extender.kubeScheduler.replicaCount 2: the real kube-scheduler, twice, with the deployed config and as the
+    chart's ServiceAccount: one holds the Lease <namespace>/kubesched-extender-scheduler, the other stands by."""
+    cp, name = release.cp, "kubesched-extender-scheduler"
+    values = {**VALUES, "extender": {**VALUES["extender"], "kubeScheduler": {"replicaCount": 2}}}
+    release.helm_run("upgrade", "kubesched", str(CHART), values=values)
+    started = []
+    try:
+        assert cp.api("GET", f"/apis/apps/v1/namespaces/{NS}/deployments/{name}")["spec"]["replicas"] == 2
+        assert cp.get_or_none(f"/apis/policy/v1/namespaces/{NS}/poddisruptionbudgets/{name}") is not None
+        config = yaml.safe_load(cp.api("GET", f"/api/v1/namespaces/{NS}/configmaps/{name}")["data"]["config.yaml"])
+        groups = ["system:serviceaccounts", f"system:serviceaccounts:{NS}", "system:authenticated"]
+        for replica in ("a", "b"):
+            started.append(
+                cp.start_scheduler(
+                    config,
+                    name=f"ks-helm-{RUN}-{replica}",
+                    identity=f"system:serviceaccount:{NS}:{name}",
+                    groups=groups,
+                )
+            )
+
+        def holder() -> str:
+            lease = cp.get_or_none(f"/apis/coordination.k8s.io/v1/namespaces/{NS}/leases/{name}")
+            return str(((lease or {}).get("spec") or {}).get("holderIdentity") or "")
+
+        def leaders() -> int:
+            logs = [s.log_path.read_text(errors="replace").lower() for s in started]
+            return sum("successfully acquired lease" in log for log in logs)
+
+        wait_until(holder, "one kube-scheduler holding the Lease", within=30)
+        wait_until(lambda: leaders() == 1, "one kube-scheduler saying it leads", within=10)
+        time.sleep(2)  # the standby keeps retrying, in vain
+        assert leaders() == 1 and all(s.running for s in started)
+    finally:
+        for sched in started:
+            sched.stop()
+        release.helm_run("upgrade", "kubesched", str(CHART), values=VALUES)
+        with contextlib.suppress(ApiError):
+            cp.api("DELETE", f"/apis/coordination.k8s.io/v1/namespaces/{NS}/leases/{name}")
 
 
 def _crd(kind: str) -> Obj:
