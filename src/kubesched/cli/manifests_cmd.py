@@ -22,12 +22,14 @@ from kubesched.cluster.cache import ClusterCache
 from kubesched.config.model import ManagedResource
 from kubesched.deploy import extender, helm_values, render, scheduler, webhook
 from kubesched.deploy.plan import (
+    DEFAULT_EXCLUDED,
     DEFAULT_EXTENDER_SCHEDULER_NAME,
     DEFAULT_IMAGE,
     DEFAULT_NAMESPACE,
     DEFAULT_POLICY,
     DEFAULT_SCHEDULER_NAME,
     DEFAULT_WEBHOOK_TIMEOUT,
+    FAIL_CLOSED_LABEL,
     KUBE_SCHEDULER_IMAGE,
     DeployError,
     ExtenderPlan,
@@ -55,6 +57,7 @@ _OPTIONS = {
     "policy_files": "--policy",
     "timeout_seconds": "--webhook-timeout",
     "exclude_namespaces": "--exclude-namespace",
+    "fail_closed_label": "--fail-closed-label",
     "rules": "--webhook-config",
     "rules.files": "--webhook-config",
     "plugin_files": "--plugin-module",
@@ -128,8 +131,15 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "--cert-days", metavar="N", type=int, default=365, help="validity of generated certificates (default 365)"
     )
     hook.add_argument(
-        "--exclude-namespace", metavar="NS", action="append", default=[], help="also never judge pods here (repeat)"
-    )
+        "--exclude-namespace", metavar="NS", action="append", default=[],
+        help="never judge pods here (repeat; replaces the default, " + ", ".join(DEFAULT_EXCLUDED)
+        + "; kube-system and --namespace always)",
+    )  # fmt: skip
+    hook.add_argument(
+        "--fail-closed-label", metavar="KEY=VALUE", default="=".join(FAIL_CLOSED_LABEL),
+        help="failurePolicy Fail holds only in namespaces with this label; elsewhere the rules fail open "
+        "(default %(default)s)",
+    )  # fmt: skip
     hook.add_argument("--validating-failure-policy", choices=("Fail", "Ignore"), help="default: Fail if a rule denies")
     hook.add_argument(
         "--webhook-timeout", metavar="N", type=int, default=DEFAULT_WEBHOOK_TIMEOUT, help="seconds, 1-30 (default 5)"
@@ -218,6 +228,7 @@ def build_plan(args: argparse.Namespace) -> Plan:
         ("--certs-dir", args.certs_dir is not None),
         ("--generate-certs", args.generate_certs),
         ("--exclude-namespace", bool(args.exclude_namespace)),
+        ("--fail-closed-label", args.fail_closed_label != "=".join(FAIL_CLOSED_LABEL)),
         ("--validating-failure-policy", args.validating_failure_policy is not None),
         ("--webhook-managed-resource", bool(args.webhook_managed_resource)),
     ):
@@ -244,12 +255,20 @@ def build_plan(args: argparse.Namespace) -> Plan:
         hook = WebhookPlan(
             rules=_webhook_rules(args.webhook_config, ours, args.load_plugins),
             tls=None if args.kustomize else _tls(args),
-            exclude_namespaces=tuple(args.exclude_namespace),
+            exclude_namespaces=tuple(args.exclude_namespace or DEFAULT_EXCLUDED),
+            fail_closed_label=_label(args.fail_closed_label),
             validating_failure_policy=args.validating_failure_policy,
             timeout_seconds=args.webhook_timeout,
             managed_resources=tuple(managed_resources(args.webhook_managed_resource, "--webhook-managed-resource")),
         )
     return Plan(namespace=args.namespace, image=args.image, extender=ext, scheduler=sched, webhook=hook)
+
+
+def _label(text: str) -> tuple[str, str]:
+    key, sep, value = text.partition("=")
+    if not sep:
+        raise CLIError(f"--fail-closed-label: {text!r} is not KEY=VALUE")
+    return key, value
 
 
 def _refuse(args: argparse.Namespace, flag: str, given: bool, applies: bool) -> None:

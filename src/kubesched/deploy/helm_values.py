@@ -20,7 +20,7 @@ Values = dict[str, Any]
 def values(plan: Plan, *, generate_certs: bool = False, cert_days: int = 365) -> Values:
     """The chart's values for `plan`. With `generate_certs` the chart makes the certificate (nothing secret is
     written); else the plan's certificate and key are given as PEM (`certificates.mode: provided`)."""
-    out: Values = {"image": plan.image}
+    out: Values = {"image": image(plan.image)}
     if plan.scheduler is not None:
         sched = plan.scheduler
         out["scheduler"] = {
@@ -53,11 +53,24 @@ def values(plan: Plan, *, generate_certs: bool = False, cert_days: int = 365) ->
             "config": yaml.safe_load(hook.rules.config_yaml),
             "files": dict(hook.rules.files),
             "excludeNamespaces": list(hook.exclude_namespaces),
+            "failClosedNamespaceLabel": dict(zip(("key", "value"), hook.fail_closed_label, strict=True)),
             "validatingFailurePolicy": hook.validating_failure_policy or "",
             "timeoutSeconds": hook.timeout_seconds,
             "managedResources": list(hook.managed_resources),
             "certificates": certificates,
         }
+    return out
+
+
+def image(reference: str) -> Values:
+    """`REPO[:TAG][@DIGEST]` as the chart's image.repository, .tag and .digest (a bare name is Docker's :latest)."""
+    name, _, digest = reference.partition("@")
+    slash = name.rfind("/")
+    colon = name.rfind(":")
+    repository, tag = (name[:colon], name[colon + 1 :]) if colon > slash else (name, "" if digest else "latest")
+    out: Values = {"repository": repository, "tag": tag}
+    if digest:
+        out["digest"] = digest
     return out
 
 

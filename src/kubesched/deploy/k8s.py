@@ -19,6 +19,9 @@ Obj = dict[str, Any]
 PART_OF = "kubesched"
 MANAGED_BY = "kubesched-manifests"
 RUN_AS = 65532  # "nonroot" of distroless images; our Dockerfile creates the same uid
+# The priority of every pod we run but a fail-open webhook: losing one stops scheduling (a secondary scheduler is
+# evicted before the pods it would place otherwise) or pod creation (a fail-closed webhook).
+CRITICAL_PRIORITY = "system-cluster-critical"
 
 
 def selector(component: str) -> dict[str, str]:
@@ -141,9 +144,10 @@ class Container:
     memory_limit: str = "512Mi"
     volumes: Sequence[Volume] = field(default_factory=tuple)
     command: Sequence[str] = ()
+    pull_policy: str = "IfNotPresent"
 
     def render(self) -> Obj:
-        out: Obj = {"name": self.name, "image": self.image}
+        out: Obj = {"name": self.name, "image": self.image, "imagePullPolicy": self.pull_policy}
         if self.command:
             out["command"] = list(self.command)
         out["args"] = list(self.args)
@@ -187,9 +191,12 @@ def deployment(
     token: bool,
     replicas: int = 1,
     inputs: Sequence[Obj] = (),
+    priority_class: str | None = CRITICAL_PRIORITY,
+    spread: bool = False,
 ) -> Obj:
     """One container's Deployment; `inputs` (its ConfigMaps, Secret) are hashed into an annotation, so that
-    applying a changed config rolls the pods of programs that read it only at start."""
+    applying a changed config rolls the pods of programs that read it only at start. `spread`: replicas on
+    different nodes where there are several (a preference: one node still runs them all)."""
     pod_spec: Obj = {
         "serviceAccountName": service_account,
         "automountServiceAccountToken": token,
@@ -202,6 +209,10 @@ def deployment(
         },
         "containers": [container.render()],
     }
+    if priority_class:
+        pod_spec["priorityClassName"] = priority_class
+    if spread:
+        pod_spec["topologySpreadConstraints"] = [spread_constraint(component)]
     volumes = [{"name": v.name, **v.source} for v in container.volumes]
     if volumes:
         pod_spec["volumes"] = volumes
@@ -211,6 +222,27 @@ def deployment(
     template = {"metadata": template_meta, "spec": pod_spec}
     spec = {"replicas": replicas, "selector": {"matchLabels": selector(component)}, "template": template}
     return new("apps/v1", "Deployment", name, component, namespace, spec=spec)
+
+
+def spread_constraint(component: str) -> Obj:
+    # pod-template-hash: during a rollout the old ReplicaSet's pods do not count against the new one's.
+    return {
+        "maxSkew": 1,
+        "topologyKey": "kubernetes.io/hostname",
+        "whenUnsatisfiable": "ScheduleAnyway",
+        "labelSelector": {"matchLabels": selector(component)},
+        "matchLabelKeys": ["pod-template-hash"],
+    }
+
+
+def pod_disruption_budget(name: str, namespace: str, component: str) -> Obj:
+    # AlwaysAllow: a crash-looping pod (not Ready) never blocks a node drain; it protects nothing.
+    spec = {
+        "minAvailable": 1,
+        "selector": {"matchLabels": selector(component)},
+        "unhealthyPodEvictionPolicy": "AlwaysAllow",
+    }
+    return new("policy/v1", "PodDisruptionBudget", name, component, namespace, spec=spec)
 
 
 def _digest(objects: Sequence[Obj]) -> str:

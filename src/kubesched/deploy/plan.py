@@ -26,11 +26,20 @@ DEFAULT_WEBHOOK_TIMEOUT = 5
 # Always kept out of the webhooks' reach, beside our own namespace (with failurePolicy Fail and the webhook down,
 # nothing could recreate the webhook's own pods otherwise): the control plane's pods.
 ALWAYS_EXCLUDED = ("kube-system",)
+# What the webhook depends on besides: cert-manager issues its certificate (cert-manager mode). Replaced, not
+# extended, by --exclude-namespace / webhook.excludeNamespaces.
+DEFAULT_EXCLUDED = ("cert-manager",)
+# A failurePolicy Fail applies only in namespaces carrying this label; elsewhere the same rules fail open.
+FAIL_CLOSED_LABEL = ("kubesched.io/webhook", "enabled")
 
 FailurePolicy = Literal["Fail", "Ignore"]
 
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+_LABEL_KEY = re.compile(
+    r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$"
+)
+_LABEL_VALUE = re.compile(r"^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)$")
 _CONFIGMAP_KEY = re.compile(r"^[-._a-zA-Z0-9]+$")
 
 
@@ -114,7 +123,9 @@ class WebhookPlan:
 
     rules: WebhookRules
     tls: WebhookTLS | None = None
-    exclude_namespaces: tuple[str, ...] = ()
+    exclude_namespaces: tuple[str, ...] = DEFAULT_EXCLUDED
+    # (key, value): namespaces where a failurePolicy Fail holds; pods elsewhere are judged but admitted when down.
+    fail_closed_label: tuple[str, str] = FAIL_CLOSED_LABEL
     validating_failure_policy: FailurePolicy | None = None  # None: Fail when a rule can deny, else Ignore
     timeout_seconds: int = DEFAULT_WEBHOOK_TIMEOUT
     # `webhook serve --managed-resource`: per-node gauges; the webhook then watches nodes and pods (to count requests).
@@ -194,6 +205,11 @@ def _webhook_problems(hook: WebhookPlan) -> list[tuple[str, str]]:
     for ns in hook.exclude_namespaces:
         if not _DNS_LABEL.match(ns):
             out.append(("exclude_namespaces", f"{ns!r} is not a namespace name"))
+    key, value = hook.fail_closed_label
+    if not _LABEL_KEY.match(key) or len(key.rpartition("/")[2]) > 63:
+        out.append(("fail_closed_label", f"{key!r} is not a label key"))
+    if not _LABEL_VALUE.match(value):
+        out.append(("fail_closed_label", f"{value!r} is not a label value"))
     if not (hook.rules.mutates or hook.rules.validates):
         out.append(("rules", "the webhook config has no rule: nothing to register"))
     out += [("rules.files", f"{k!r} is not a file name beside config.yaml") for k in hook.rules.files if not _key(k)]

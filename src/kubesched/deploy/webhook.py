@@ -1,13 +1,16 @@
 """The admission webhook: its Deployment and Service, TLS Secret, and the webhook configurations with the caBundle.
 
-Safety first: the namespaces in `Plan.excluded_namespaces()` (kube-system, ours, the user's) are never sent to the
-webhook; each hook's failurePolicy is explicit (mutating: Ignore, validating: Fail only when a rule can deny);
-timeoutSeconds is set; a validating webhook whose rules all concern some schedulers is only called for their pods.
+Safety first: the namespaces in `Plan.excluded_namespaces()` (kube-system, ours, cert-manager's, the user's) are
+never sent to the webhook; each hook's failurePolicy is explicit (mutating: Ignore, validating: Fail only when a rule
+can deny), and Fail holds only in namespaces that opt in with a label: the same rules run elsewhere too, but there
+they fail open; timeoutSeconds is set; a validating webhook whose rules all concern some schedulers is only called
+for their pods.
 """
 
 from __future__ import annotations
 
 import base64
+import copy
 from collections.abc import Sequence
 
 from kubesched.deploy import k8s
@@ -23,6 +26,7 @@ CONFIG_DIR = "/etc/kubesched/webhook"
 TLS_DIR = "/etc/kubesched/tls"
 MUTATE_NAME = "mutate.kubesched.io"
 VALIDATE_NAME = "validate.kubesched.io"
+FAIL_CLOSED_NAME = "validate-fail-closed.kubesched.io"  # the same rules, failurePolicy Fail, opted-in namespaces
 ADMISSION = "admissionregistration.k8s.io/v1"
 
 
@@ -74,7 +78,8 @@ def objects(plan: Plan, hook: WebhookPlan) -> list[Obj]:
     container = k8s.Container(
         "webhook", plan.image, args, "https", PORT, "HTTPS", cpu="50m", memory="96Mi", volumes=volumes
     )
-    # Two replicas and a PodDisruptionBudget: with failurePolicy Fail, a lone pod being drained blocks pods.
+    # Two replicas on two nodes and a PodDisruptionBudget: with failurePolicy Fail, a lone pod being drained (or its
+    # node lost) blocks pods in the opted-in namespaces.
     out.append(
         k8s.deployment(
             WEBHOOK,
@@ -85,17 +90,23 @@ def objects(plan: Plan, hook: WebhookPlan) -> list[Obj]:
             token=hook.uses_api,
             replicas=2,
             inputs=inputs,
+            priority_class=priority_class(hook),
+            spread=True,
         )
     )
     out.append(k8s.service(WEBHOOK, ns, component, SERVICE_PORT, "https"))
-    pdb_spec = {"minAvailable": 1, "selector": {"matchLabels": k8s.selector(component)}}
-    out.append(k8s.new("policy/v1", "PodDisruptionBudget", WEBHOOK, component, ns, spec=pdb_spec))
+    out.append(k8s.pod_disruption_budget(WEBHOOK, ns, component))
     ca_bundle = base64.b64encode(hook.tls.ca_pem).decode("ascii") if hook.tls else None
     if rules.mutates:
         out.append(_configuration(plan, hook, "Mutating", ca_bundle))
     if rules.validates:
         out.append(_configuration(plan, hook, "Validating", ca_bundle))
     return out
+
+
+def priority_class(hook: WebhookPlan) -> str | None:
+    """A fail-closed webhook is as critical as the pods it admits; one that fails open is not."""
+    return k8s.CRITICAL_PRIORITY if hook.rules.validates and hook.failure_policy == "Fail" else None
 
 
 def _configuration(plan: Plan, hook: WebhookPlan, kind: str, ca_bundle: str | None) -> Obj:
@@ -136,8 +147,24 @@ def _configuration(plan: Plan, hook: WebhookPlan, kind: str, ca_bundle: str | No
         webhook["matchConditions"] = [{"name": "kubesched-schedulers", "expression": scheduler_expression(scope)}]
     if mutating:
         webhook["reinvocationPolicy"] = "Never"
+    webhooks = [webhook]
+    if not mutating and hook.failure_policy == "Fail":
+        webhooks = _fail_closed_where_opted_in(webhook, hook.fail_closed_label)
     name = k8s.global_name(WEBHOOK, plan.namespace)
-    return k8s.new(ADMISSION, f"{kind}WebhookConfiguration", name, "webhook", webhooks=[webhook])
+    return k8s.new(ADMISSION, f"{kind}WebhookConfiguration", name, "webhook", webhooks=webhooks)
+
+
+def _fail_closed_where_opted_in(webhook: Obj, label: tuple[str, str]) -> list[Obj]:
+    """Two hooks of the same rules: Fail in namespaces labelled `label`, Ignore in every other one. Whatever runs
+    in an unlabelled namespace (cert-manager, a CNI, ingress, monitoring) can start while the webhook is down."""
+    key, value = label
+    fail_open = copy.deepcopy(webhook)
+    fail_open["namespaceSelector"]["matchExpressions"].append({"key": key, "operator": "NotIn", "values": [value]})
+    fail_open["failurePolicy"] = "Ignore"
+    fail_closed = copy.deepcopy(webhook)
+    fail_closed["name"] = FAIL_CLOSED_NAME
+    fail_closed["namespaceSelector"]["matchExpressions"].append({"key": key, "operator": "In", "values": [value]})
+    return [fail_open, fail_closed]
 
 
 def scheduler_expression(names: Sequence[str]) -> str:

@@ -113,7 +113,10 @@ CASES: list[Case] = [
     (
         "scheduler-named",
         "team-a",
-        lambda t: {"image": "reg.example/ks:1", "scheduler": {"enabled": True, "schedulerName": "batch"}},
+        lambda t: {
+            "image": {"repository": "reg.example/ks", "tag": "1"},
+            "scheduler": {"enabled": True, "schedulerName": "batch"},
+        },
         lambda t: ["scheduler", "--namespace", "team-a", "--image", "reg.example/ks:1", "--scheduler-name", "batch"],
     ),
     (
@@ -214,6 +217,41 @@ CASES: list[Case] = [
             }
         },
         lambda t: ["webhook", "--webhook-config", str(write_rules(t)), "--certs-dir", str(t / "certs")],
+    ),
+    (
+        # A rule that can deny: fail-closed under the user's label only; the user's list of dependencies.
+        "webhook-fail-closed-label",
+        "kubesched",
+        lambda t: {
+            "webhook": {
+                "enabled": True,
+                "config": PYTHON_RULES,
+                "files": {"rules.py": RULES_PY},
+                "failClosedNamespaceLabel": {"key": "team.example.com/admission", "value": "strict"},
+                "excludeNamespaces": ["security", "calico-system"],
+            }
+        },
+        lambda t: [
+            "webhook",
+            "--webhook-config",
+            str(write_rules(t)),
+            "--generate-certs",
+            "--fail-closed-label",
+            "team.example.com/admission=strict",
+            "--exclude-namespace",
+            "security",
+            "--exclude-namespace",
+            "calico-system",
+        ],
+    ),
+    (
+        "scheduler-image-digest",
+        "kubesched",
+        lambda t: {
+            "image": {"repository": "reg.example:5000/ks", "digest": "sha256:" + "ab" * 32},
+            "scheduler": {"enabled": True},
+        },
+        lambda t: ["scheduler", "--image", "reg.example:5000/ks@sha256:" + "ab" * 32],
     ),
     (
         "webhook-failure-policy",

@@ -47,11 +47,20 @@ def run_helm(helm: Path, *argv: str, check: bool = True) -> subprocess.Completed
     return proc
 
 
-def template(helm: Path, values: Obj, tmp: Path, namespace: str = "kubesched") -> list[Obj]:
-    """`helm template` of the chart with `values`, as objects."""
+# The Prometheus Operator's API, as a cluster serving its CRDs advertises it (helm template --api-versions).
+PROMETHEUS_OPERATOR = ("monitoring.coreos.com/v1/ServiceMonitor", "monitoring.coreos.com/v1/PrometheusRule")
+
+
+def template(
+    helm: Path, values: Obj, tmp: Path, namespace: str = "kubesched", api_versions: tuple[str, ...] = ()
+) -> list[Obj]:
+    """`helm template` of the chart with `values`, as objects; `api_versions`: APIs the cluster serves beyond the
+    built-in ones."""
     path = tmp / "values.yaml"
     path.write_text(yaml.safe_dump(values))
-    out = run_helm(helm, "template", "kubesched", str(CHART), "--namespace", namespace, "-f", str(path)).stdout
+    extra = [f"--api-versions={v}" for v in api_versions]
+    argv = ["template", "kubesched", str(CHART), "--namespace", namespace, "-f", str(path), *extra]
+    out = run_helm(helm, *argv).stdout
     return [o for o in yaml.safe_load_all(out) if o]
 
 

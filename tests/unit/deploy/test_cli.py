@@ -75,8 +75,13 @@ def test_the_example_webhook_config_registers_both_hooks(capsys: pytest.CaptureF
         capsys, "webhook", "--generate-certs", "--webhook-config", str(EXAMPLES / "webhook-config.yaml")
     )
     mutating = find(objects, "MutatingWebhookConfiguration", "kubesched-webhook.kubesched")["webhooks"][0]
-    validating = find(objects, "ValidatingWebhookConfiguration", "kubesched-webhook.kubesched")["webhooks"][0]
-    assert (mutating["failurePolicy"], validating["failurePolicy"]) == ("Ignore", "Fail")
+    fail_open, validating = find(objects, "ValidatingWebhookConfiguration", "kubesched-webhook.kubesched")["webhooks"]
+    assert (mutating["failurePolicy"], fail_open["failurePolicy"], validating["failurePolicy"]) == (
+        "Ignore",
+        "Ignore",
+        "Fail",
+    )
+    assert validating["name"] == "validate-fail-closed.kubesched.io"
     assert "matchConditions" not in validating  # can-fit-elsewhere warns on every pod
     assert find(objects, "ClusterRole", "kubesched-webhook.kubesched")["rules"][0]["resources"] == ["nodes"]
 
@@ -88,7 +93,7 @@ def test_python_rule_files_travel_with_the_config(tmp_path: Path, capsys: pytest
     objects = manifests(capsys, "webhook", "--generate-certs", "--webhook-config", str(config))
     data = find(objects, "ConfigMap", "kubesched-webhook-config")["data"]
     assert set(data) == {"config.yaml", "rules.py"}
-    validating = find(objects, "ValidatingWebhookConfiguration", "kubesched-webhook.kubesched")["webhooks"][0]
+    validating = find(objects, "ValidatingWebhookConfiguration", "kubesched-webhook.kubesched")["webhooks"][1]
     assert validating["failurePolicy"] == "Fail" and "matchConditions" not in validating
     assert not [o for o in objects if o["kind"] == "ClusterRole"]
 
@@ -179,6 +184,10 @@ def test_output_directory_gets_one_file_per_object(tmp_path: Path, capsys: pytes
         (["all", "--kustomize"], "--kustomize: give the directory with -o DIR"),
         (["all", "--kustomize", "-o", "x", "--generate-certs"], "--kustomize: the base makes the webhook's Secret"),
         (["extender", "--image", ""], "--image: '' is not an image reference"),
+        (["scheduler", "--fail-closed-label", "a=b"], "--fail-closed-label: does not apply to mode scheduler"),
+        (["webhook", "--generate-certs", "--fail-closed-label", "strict"], "--fail-closed-label: 'strict' is not KEY"),
+        (["webhook", "--generate-certs", "--fail-closed-label", "a b=c"], "--fail-closed-label: 'a b' is not a label"),
+        (["webhook", "--generate-certs", "--fail-closed-label", "a=b c"], "--fail-closed-label: 'b c' is not a label"),
         (["extender", "--webhook-managed-resource", "example.com/gpu"], "--webhook-managed-resource: does not apply"),
         (
             ["webhook", "--generate-certs", "--webhook-managed-resource", "nvidia.com/gpu x"],

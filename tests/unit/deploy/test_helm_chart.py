@@ -27,7 +27,15 @@ from tests.unit.deploy.helm_cases import (
     cli,
     provided,
 )
-from tests.unit.deploy.helm_support import CHART, ROOT, helm_binary, normal, run_helm, template
+from tests.unit.deploy.helm_support import (
+    CHART,
+    PROMETHEUS_OPERATOR,
+    ROOT,
+    helm_binary,
+    normal,
+    run_helm,
+    template,
+)
 
 Obj = dict[str, Any]
 
@@ -154,7 +162,8 @@ def test_metrics_extras(helm: Path, tmp_path: Path) -> None:
             "grafanaDashboard": {"enabled": True},
         },
     }
-    objects = {(o["kind"], o["metadata"]["name"]): o for o in template(helm, values, tmp_path, namespace="mon")}
+    rendered = template(helm, values, tmp_path, namespace="mon", api_versions=PROMETHEUS_OPERATOR)
+    objects = {(o["kind"], o["metadata"]["name"]): o for o in rendered}
     service = objects[("Service", "kubesched-scheduler-metrics")]
     assert (
         service["spec"]["selector"] == objects[("Deployment", "kubesched-scheduler")]["spec"]["selector"]["matchLabels"]
@@ -164,6 +173,11 @@ def test_metrics_extras(helm: Path, tmp_path: Path) -> None:
     assert monitor["spec"]["selector"]["matchLabels"].items() <= service["metadata"]["labels"].items()
     webhook_monitor = objects[("ServiceMonitor", "kubesched-webhook")]["spec"]["endpoints"][0]
     assert webhook_monitor["tlsConfig"]["serverName"] == "kubesched-webhook.mon.svc"
+    # The CA from a ConfigMap of its own: whoever reads it cannot read the Secret holding tls.key.
+    assert webhook_monitor["tlsConfig"]["ca"] == {"configMap": {"name": "kubesched-webhook-ca", "key": "ca.crt"}}
+    ca = objects[("ConfigMap", "kubesched-webhook-ca")]["data"]["ca.crt"]
+    secret = objects[("Secret", "kubesched-webhook-tls")]["data"]
+    assert ca == base64.b64decode(secret["ca.crt"]).decode() and "PRIVATE KEY" not in ca
     dashboard = objects[("ConfigMap", "kubesched-grafana-dashboard")]
     shipped = (ROOT / "deploy" / "grafana" / "kubesched-scheduler.json").read_text()
     assert dashboard["data"]["kubesched-scheduler.json"].strip() == shipped.strip()
@@ -179,8 +193,43 @@ def test_metrics_extras(helm: Path, tmp_path: Path) -> None:
 
 
 def test_the_charts_dashboard_is_the_shipped_one() -> None:
+    """A real file (a symlink out of the chart breaks a copied chart), equal to deploy/grafana's: edit that one and
+    copy it: cp deploy/grafana/kubesched-scheduler.json deploy/helm/kubesched/files/."""
     shipped = ROOT / "deploy" / "grafana" / "kubesched-scheduler.json"
-    assert (CHART / "files" / "kubesched-scheduler.json").resolve() == shipped.resolve()
+    in_chart = CHART / "files" / "kubesched-scheduler.json"
+    assert not in_chart.is_symlink() and in_chart.is_file()
+    assert in_chart.read_bytes() == shipped.read_bytes(), "copy deploy/grafana/kubesched-scheduler.json to files/"
+
+
+def test_monitoring_objects_only_where_the_operator_api_is_served(helm: Path, tmp_path: Path) -> None:
+    """The README's install (ServiceMonitor and PrometheusRule on) works on a cluster without the Prometheus
+    Operator: they are left out there, and the notes say so."""
+    values = {
+        "scheduler": {"enabled": True},
+        "webhook": {"enabled": True},
+        "metrics": {"service": True, "serviceMonitor": {"enabled": True}, "prometheusRule": {"enabled": True}},
+    }
+    without = {o["kind"] for o in template(helm, values, tmp_path)}
+    assert not without & {"ServiceMonitor", "PrometheusRule"} and "Service" in without
+    served = template(helm, values, tmp_path, api_versions=PROMETHEUS_OPERATOR)
+    assert {"ServiceMonitor", "PrometheusRule"} <= {o["kind"] for o in served}
+
+
+def test_cert_manager_mode_asks_for_the_ca_of_the_service_monitor(helm: Path, tmp_path: Path) -> None:
+    values = {
+        "webhook": {"enabled": True, "certificates": {"mode": "cert-manager"}},
+        "metrics": {"serviceMonitor": {"enabled": True}},
+    }
+    path = tmp_path / "values.yaml"
+    path.write_text(yaml.safe_dump(values))
+    argv = ["template", "x", str(CHART), "-f", str(path), f"--api-versions={PROMETHEUS_OPERATOR[0]}"]
+    proc = run_helm(helm, *argv, check=False)
+    assert proc.returncode != 0 and "metrics.serviceMonitor.webhookCA: with webhook.certificates.mode" in proc.stderr
+    values["metrics"]["serviceMonitor"]["webhookCA"] = {"configMap": {"name": "bundle", "key": "ca.crt"}}
+    objects = template(helm, values, tmp_path, api_versions=PROMETHEUS_OPERATOR)
+    (monitor,) = [o for o in objects if o["kind"] == "ServiceMonitor"]
+    assert monitor["spec"]["endpoints"][0]["tlsConfig"]["ca"] == {"configMap": {"name": "bundle", "key": "ca.crt"}}
+    assert not [o for o in objects if o["kind"] == "ConfigMap" and o["metadata"]["name"] == "kubesched-webhook-ca"]
 
 
 def test_generated_certificates_are_kept_by_the_ca_bundle(helm: Path, tmp_path: Path) -> None:
@@ -210,7 +259,8 @@ async def test_every_alert_names_series_the_code_exports(
         "webhook": {"enabled": True},
         "metrics": {"prometheusRule": {"enabled": True}},
     }
-    (rule,) = [o for o in template(helm, values, tmp_path) if o["kind"] == "PrometheusRule"]
+    rendered = template(helm, values, tmp_path, api_versions=PROMETHEUS_OPERATOR)
+    (rule,) = [o for o in rendered if o["kind"] == "PrometheusRule"]
     exprs = [r["expr"] for r in rule["spec"]["groups"][0]["rules"]]
     assert len(exprs) == 5
     for expr in exprs:
@@ -226,7 +276,10 @@ def test_plugins_installed_in_the_image_are_named_as_modules(
     monkeypatch.syspath_prepend(str(tmp_path))
     config = {**SCHED_CONFIG, "pluginModules": ["gpu_plugins:GpuModel"]}
     (tmp_path / "sched.yaml").write_text(yaml.safe_dump(config))
-    values = {"image": "reg.example/ks-gpu:1", "scheduler": {"enabled": True, "config": config}}
+    values = {
+        "image": {"repository": "reg.example/ks-gpu", "tag": "1"},
+        "scheduler": {"enabled": True, "config": config},
+    }
     chart = normal(template(helm, values, tmp_path), namespace="kubesched")
     manifests = normal(
         cli(["scheduler", "--image", "reg.example/ks-gpu:1", "--config", str(tmp_path / "sched.yaml")]),

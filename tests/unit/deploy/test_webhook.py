@@ -53,7 +53,7 @@ def test_safe_defaults_on_every_hook(tls: WebhookTLS) -> None:
     hooks = configurations(objects)
     assert set(hooks) == {"MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"}
     for hook in hooks.values():
-        (expression,) = hook["namespaceSelector"]["matchExpressions"]
+        expression = hook["namespaceSelector"]["matchExpressions"][0]
         assert expression == {
             "key": "kubernetes.io/metadata.name",
             "operator": "NotIn",
@@ -64,8 +64,59 @@ def test_safe_defaults_on_every_hook(tls: WebhookTLS) -> None:
         assert hook["admissionReviewVersions"] == ["v1"]
         assert hook["rules"][0]["resources"] == ["pods"] and hook["rules"][0]["operations"] == ["CREATE", "UPDATE"]
     assert hooks["MutatingWebhookConfiguration"]["failurePolicy"] == "Ignore"
-    assert hooks["ValidatingWebhookConfiguration"]["failurePolicy"] == "Fail"
+    assert hooks["ValidatingWebhookConfiguration"]["failurePolicy"] == "Ignore"  # the first: unlabelled namespaces
     assert "matchConditions" not in hooks["ValidatingWebhookConfiguration"], "a rule without scope judges every pod"
+
+
+def test_fail_closed_holds_only_where_namespaces_opt_in(tls: WebhookTLS) -> None:
+    """The same rules twice: Fail in namespaces with the label, Ignore in every other one (cert-manager's, a CNI's,
+    monitoring): with the webhook down, only the opted-in namespaces stop admitting pods."""
+    objects = render.render(plan("webhook", tls, rules=MUTATE_AND_DENY, fail_closed_label=("team.io/strict", "yes")))
+    (validating,) = [o for o in objects if o["kind"] == "ValidatingWebhookConfiguration"]
+    fail_open, fail_closed = validating["webhooks"]
+    excluded = {
+        "key": "kubernetes.io/metadata.name",
+        "operator": "NotIn",
+        "values": ["kube-system", NS, "cert-manager"],
+    }
+    assert fail_open["name"] == webhook.VALIDATE_NAME and fail_open["failurePolicy"] == "Ignore"
+    assert fail_open["namespaceSelector"]["matchExpressions"] == [
+        excluded,
+        {"key": "team.io/strict", "operator": "NotIn", "values": ["yes"]},
+    ]
+    assert fail_closed["name"] == webhook.FAIL_CLOSED_NAME and fail_closed["failurePolicy"] == "Fail"
+    assert fail_closed["namespaceSelector"]["matchExpressions"] == [
+        excluded,
+        {"key": "team.io/strict", "operator": "In", "values": ["yes"]},
+    ]
+    assert {k: v for k, v in fail_open.items() if k not in ("name", "failurePolicy", "namespaceSelector")} == {
+        k: v for k, v in fail_closed.items() if k not in ("name", "failurePolicy", "namespaceSelector")
+    }
+    pod = find(objects, "Deployment", webhook.WEBHOOK)["spec"]["template"]["spec"]
+    assert pod["priorityClassName"] == "system-cluster-critical"
+    assert pod["topologySpreadConstraints"][0]["topologyKey"] == "kubernetes.io/hostname"
+    pdb = find(objects, "PodDisruptionBudget", webhook.WEBHOOK)["spec"]
+    assert pdb["unhealthyPodEvictionPolicy"] == "AlwaysAllow"
+
+
+def test_a_webhook_that_fails_open_registers_one_hook_and_no_priority(tls: WebhookTLS) -> None:
+    rules = WebhookRules(config_yaml="", validates=True, can_deny=False)
+    objects = render.render(plan("webhook", tls, rules=rules))
+    (validating,) = [o for o in objects if o["kind"] == "ValidatingWebhookConfiguration"]
+    (hook,) = validating["webhooks"]
+    assert hook["failurePolicy"] == "Ignore" and len(hook["namespaceSelector"]["matchExpressions"]) == 1
+    assert "priorityClassName" not in find(objects, "Deployment", webhook.WEBHOOK)["spec"]["template"]["spec"]
+
+
+@pytest.mark.parametrize(
+    ("label", "message"),
+    [(("Not A Key", "x"), "'Not A Key' is not a label key"), (("a.io/b", "no spaces"), "is not a label value")],
+)
+def test_a_bad_fail_closed_label_names_the_field(tls: WebhookTLS, label: tuple[str, str], message: str) -> None:
+    rules = WebhookRules(config_yaml="", validates=True, can_deny=True)
+    with pytest.raises(DeployError) as err:
+        render.render(plan("webhook", tls, rules=rules, fail_closed_label=label))
+    assert [(f, m) for f, m in err.value.problems if message in m and f == "fail_closed_label"], err.value.problems
 
 
 @pytest.mark.parametrize(
@@ -77,7 +128,8 @@ def test_validating_failure_policy_follows_the_rules(
     rules = WebhookRules(config_yaml="", validates=True, can_deny=can_deny)
     objects = render.render(plan("webhook", tls, rules=rules, validating_failure_policy=override))
     assert set(configurations(objects)) == {"ValidatingWebhookConfiguration"}
-    assert configurations(objects)["ValidatingWebhookConfiguration"]["failurePolicy"] == expected
+    (validating,) = [o for o in objects if o["kind"] == "ValidatingWebhookConfiguration"]
+    assert validating["webhooks"][-1]["failurePolicy"] == expected  # Fail: the opted-in namespaces' hook
 
 
 def test_only_the_hooks_the_rules_need_are_registered(tls: WebhookTLS) -> None:
@@ -111,8 +163,8 @@ def test_the_kustomize_base_takes_the_certificate_from_files() -> None:
     assert replacement["source"]["fieldPath"] == "data.ca\\.crt"
     targets = {t["select"]["kind"]: t["fieldPaths"] for t in replacement["targets"]}
     assert targets == {
-        k: ["webhooks.0.clientConfig.caBundle"]
-        for k in configurations(render.render(plan("webhook", None, rules=MUTATE_AND_DENY)))
+        "MutatingWebhookConfiguration": ["webhooks.0.clientConfig.caBundle"],
+        "ValidatingWebhookConfiguration": [f"webhooks.{i}.clientConfig.caBundle" for i in (0, 1)],  # fail open/closed
     }
     assert "*\n" in base["certs/.gitignore"]
 

@@ -78,29 +78,63 @@ failureThreshold: {{ .failures }}
 
 {{/*
 A hardened one-container Deployment (k8s.deployment + k8s.Container). Argument: dict with root, name, component,
-account, token, replicas, checksum (or ""), and the container: image, command (or nil), args, portName, port,
-scheme, health, cpu, memory, volumes (list of dicts: name, mountPath, readOnly, source).
+account, token, checksum (or ""), the container: image, command (or nil), args, portName, port, scheme, health,
+volumes (list of dicts: name, mountPath, readOnly, source), and pod: the component's tunables (replicaCount,
+resources, nodeSelector, tolerations, affinity, topologySpreadConstraints, priorityClassName, podAnnotations,
+podLabels; values.yaml). Our labels and annotations win over podLabels/podAnnotations.
 */}}
 {{- define "kubesched.deployment" -}}
+{{- $pod := .pod }}
+{{- $selector := include "kubesched.selector" .component | fromYaml }}
 apiVersion: apps/v1
 kind: Deployment
 {{ include "kubesched.metadata" (dict "root" .root "name" .name "component" .component) }}
 spec:
-  replicas: {{ .replicas | default 1 }}
+  replicas: {{ $pod.replicaCount | default 1 }}
   selector:
     matchLabels:
-      {{- include "kubesched.selector" .component | nindent 6 }}
+      {{- toYaml $selector | nindent 6 }}
   template:
     metadata:
       labels:
-        {{- include "kubesched.labels" (list .root .component) | nindent 8 }}
-      {{- if .checksum }}
+        {{- merge (include "kubesched.labels" (list .root .component) | fromYaml) ($pod.podLabels | default dict) | toYaml | nindent 8 }}
+      {{- $annotations := deepCopy ($pod.podAnnotations | default dict) }}
+      {{- if .checksum }}{{ $_ := set $annotations "kubesched.io/inputs-sha256" .checksum }}{{ end }}
+      {{- with $annotations }}
       annotations:
-        kubesched.io/inputs-sha256: {{ .checksum }}
+        {{- toYaml . | nindent 8 }}
       {{- end }}
     spec:
       serviceAccountName: {{ .account }}
       automountServiceAccountToken: {{ .token }}
+      {{- with $pod.priorityClassName }}
+      priorityClassName: {{ . }}
+      {{- end }}
+      {{- with .root.Values.imagePullSecrets }}
+      imagePullSecrets:
+      {{- range . }}
+      - name: {{ . }}
+      {{- end }}
+      {{- end }}
+      {{- with $pod.nodeSelector }}
+      nodeSelector:
+        {{- toYaml . | nindent 8 }}
+      {{- end }}
+      {{- with $pod.tolerations }}
+      tolerations:
+        {{- toYaml . | nindent 8 }}
+      {{- end }}
+      {{- with $pod.affinity }}
+      affinity:
+        {{- toYaml . | nindent 8 }}
+      {{- end }}
+      {{- with $pod.topologySpreadConstraints }}
+      {{- /* A constraint without labelSelector counts this component's pods. */}}
+      topologySpreadConstraints:
+      {{- range . }}
+      - {{ merge (deepCopy .) (dict "labelSelector" (dict "matchLabels" $selector)) | toYaml | nindent 8 | trim }}
+      {{- end }}
+      {{- end }}
       securityContext:
         runAsNonRoot: true
         runAsUser: 65532
@@ -111,6 +145,7 @@ spec:
       containers:
       - name: {{ .container }}
         image: {{ .image }}
+        imagePullPolicy: {{ .root.Values.image.pullPolicy }}
         {{- with .command }}
         command: {{ . | toJson }}
         {{- end }}
@@ -119,12 +154,10 @@ spec:
         - name: {{ .portName }}
           containerPort: {{ .port }}
           protocol: TCP
+        {{- with $pod.resources }}
         resources:
-          requests:
-            cpu: {{ .cpu | default "100m" }}
-            memory: {{ .memory | default "128Mi" }}
-          limits:
-            memory: 512Mi
+          {{- toYaml . | nindent 10 }}
+        {{- end }}
         livenessProbe:
           {{- include "kubesched.probe" (dict "path" (.health | default "/healthz") "port" .portName "scheme" .scheme "period" 20 "failures" 3) | nindent 10 }}
         readinessProbe:
@@ -149,6 +182,28 @@ spec:
       - {{ merge (dict "name" .name) .source | toYaml | nindent 8 | trim }}
       {{- end }}
       {{- end }}
+{{- end }}
+
+{{/* A PodDisruptionBudget of a component (k8s.pod_disruption_budget); argument: (list $ "component" "name"). */}}
+{{- define "kubesched.pdb" -}}
+apiVersion: policy/v1
+kind: PodDisruptionBudget
+{{ include "kubesched.metadata" (dict "root" (index . 0) "name" (index . 2) "component" (index . 1)) }}
+spec:
+  minAvailable: 1
+  selector:
+    matchLabels:
+      {{- include "kubesched.selector" (index . 1) | nindent 6 }}
+  {{- /* A crash-looping pod (not Ready) never blocks a node drain: it protects nothing. */}}
+  unhealthyPodEvictionPolicy: AlwaysAllow
+{{- end }}
+
+{{/* The kubesched image: image.repository:tag (tag: the chart's appVersion), or @digest. */}}
+{{- define "kubesched.image" -}}
+{{- $i := .Values.image -}}
+{{- if $i.digest -}}{{ $i.repository }}@{{ $i.digest }}
+{{- else -}}{{ $i.repository }}:{{ $i.tag | default .Chart.AppVersion }}
+{{- end -}}
 {{- end }}
 
 {{/* Volumes (k8s.config_volume, secret_volume, TMP). */}}
