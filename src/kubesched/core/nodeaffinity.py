@@ -17,7 +17,14 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
-from kubesched.api.core import NodeSelector, NodeSelectorRequirement, NodeSelectorTerm, Pod, PreferredSchedulingTerm
+from kubesched.api.core import (
+    Node,
+    NodeSelector,
+    NodeSelectorRequirement,
+    NodeSelectorTerm,
+    Pod,
+    PreferredSchedulingTerm,
+)
 from kubesched.core.nodetable import BoolColumn, IntColumn, NodeTable, Rows
 
 LABEL_OPERATORS = ("DoesNotExist", "Exists", "Gt", "In", "Lt", "NotIn")
@@ -103,6 +110,22 @@ class LabelRequirement:
         self._seen = (id(vocab), len(vocab))
         return self._bound_ids
 
+    def holds_for(self, labels: Mapping[str, str]) -> bool:
+        """The same test for one node's labels (what an object, not a table row, is matched with)."""
+        value = labels.get(self.key)
+        op = self.operator
+        if op == "In":
+            return value is not None and value in self.values
+        if op == "NotIn":
+            return value is None or value not in self.values
+        if op == "Exists":
+            return value is not None
+        if op == "DoesNotExist":
+            return value is None
+        number = parse_int64(value) if value is not None else None
+        bound = int(self.values[0])
+        return number is not None and (number > bound if op == "Gt" else number < bound)
+
 
 @dataclass(frozen=True)
 class FieldRequirement:
@@ -120,6 +143,10 @@ class FieldRequirement:
             # Any other field reads as "" (fields.Set.Get of a missing key).
             equal = np.full(len(rows), self.value == "", dtype=np.bool_)
         return equal if self.operator == "In" else ~equal
+
+    def holds_for(self, name: str) -> bool:
+        equal = (name if self.key == NODE_NAME_FIELD else "") == self.value
+        return equal if self.operator == "In" else not equal
 
 
 @dataclass(frozen=True)
@@ -139,6 +166,11 @@ class Term:
         for fld in self.fields:
             out &= fld.matches(table, rows)
         return out
+
+    def holds_for(self, labels: Mapping[str, str], name: str) -> bool:
+        if self.errors:
+            return False
+        return all(r.holds_for(labels) for r in self.labels) and all(f.holds_for(name) for f in self.fields)
 
 
 def is_empty_term(term: NodeSelectorTerm | None) -> bool:
@@ -221,12 +253,21 @@ class Selector:
             out |= term.matches(table, rows)
         return out
 
+    def holds_for(self, labels: Mapping[str, str], name: str) -> bool:
+        """Whether one node (its labels and name) matches: the same rules as `matches` over a table."""
+        return any(term.holds_for(labels, name) for term in self.terms)
+
 
 def compile_selector(selector: NodeSelector, path: str = "") -> Selector:
     terms = selector.node_selector_terms or []
     return Selector(
         tuple(compile_term(t, f"{path}nodeSelectorTerms[{i}].") for i, t in enumerate(terms) if not is_empty_term(t))
     )
+
+
+def node_matches_selector(node: Node, selector: NodeSelector) -> bool:
+    """Whether ``node`` matches ``selector`` (a ResourceSlice's or an allocation's): compiled, then tested."""
+    return compile_selector(selector).holds_for(node.metadata.labels or {}, node.metadata.name)
 
 
 @dataclass(frozen=True)

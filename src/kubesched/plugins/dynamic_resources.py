@@ -4,9 +4,10 @@ allocation with structured parameters, as kube-scheduler v1.35.4's plugin, with 
 A pod's ResourceClaims must exist (by name, or as the resourceclaim controller made them from a template
 and named them in pod.status.resourceClaimStatuses); PreEnqueue holds the pod back until then. Allocated
 claims restrict the nodes to their allocation's node selector; the others are allocated per node by the
-structured allocator (`helpers/dra_allocator.py`, CEL selectors in `helpers/dra_cel.py`). Reserve keeps the
-chosen allocation in flight (its devices count as taken for the next pods); PreBind writes it with the pod in
-status.reservedFor through the claim's status subresource. Pods without claims skip it all (PreFilter Skip).
+structured allocator (`helpers/dra_allocator.py`, its pools and search in `dra_pools.py` and `dra_search.py`,
+CEL selectors in `helpers/dra_cel.py`). Reserve keeps the chosen allocation in flight (its devices count as
+taken for the next pods); PreBind writes it with the pod in status.reservedFor through the claim's status
+subresource. Pods without claims skip it all (PreFilter Skip).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import numpy as np
 
 from kubesched.api.node_fields import NodeFields
 from kubesched.api.resource_v1 import AllocationResult, ResourceClaim
+from kubesched.core.nodeaffinity import node_matches_selector
 from kubesched.core.nodetable import IntColumn, NodeTable
 from kubesched.core.podinfo import PodInfo
 from kubesched.errors import ClusterError
@@ -43,15 +45,9 @@ from kubesched.framework.interfaces import (
     SignPlugin,
 )
 from kubesched.framework.status import SKIP, SUCCESS, Code, Status, Verdicts
-from kubesched.plugins.helpers.dra_allocator import (
-    AllocationError,
-    Allocator,
-    FailedOnNode,
-    allocated_devices,
-    claim_key,
-    selector_matches,
-)
+from kubesched.plugins.helpers.dra_allocator import Allocator
 from kubesched.plugins.helpers.dra_cel import SelectorCache
+from kubesched.plugins.helpers.dra_pools import AllocationError, FailedOnNode, allocated_devices, claim_key
 
 _KEY = "DynamicResources"
 # Set by every PreFilter call, as upstream writes its (maybe empty) state first: PostFilter tells "PreFilter never
@@ -248,7 +244,7 @@ class DynamicResources(
             for i, c in enumerate(s.claims)
             if c.status.allocation is not None
             and c.status.allocation.node_selector is not None
-            and not selector_matches(node, c.status.allocation.node_selector)
+            and not node_matches_selector(node, c.status.allocation.node_selector)
         ]
         results: list[AllocationResult] | None = None
         if s.allocator is not None:

@@ -9,15 +9,9 @@ import pytest
 
 from kubesched.api.core import Node
 from kubesched.api.resource_v1 import DeviceClass, ResourceClaim, ResourceSlice
-from kubesched.plugins.helpers.dra_allocator import (
-    AllocationError,
-    Allocator,
-    DeviceID,
-    FailedOnNode,
-    allocated_devices,
-    gather_pools,
-)
+from kubesched.plugins.helpers.dra_allocator import Allocator
 from kubesched.plugins.helpers.dra_cel import SelectorCache
+from kubesched.plugins.helpers.dra_pools import AllocationError, DeviceID, FailedOnNode, allocated_devices, gather_pools
 
 DRIVER = "gpu.example.com"
 
@@ -178,6 +172,27 @@ def test_slices_for_all_nodes_and_by_node_selector() -> None:
     )
     assert [p.name for p in gather_pools([everywhere, selected], node("x", zone="a"))] == ["p", "zone"]
     assert [p.name for p in gather_pools([everywhere, selected], node("y", zone="b"))] == ["p"]
+
+
+@pytest.mark.parametrize(
+    ("label", "operator", "bound", "selected"),
+    [
+        ("1000", "Gt", "5", True),
+        ("3", "Lt", "5", True),
+        # Go's strconv.ParseInt reads neither; Python's int() read both (the copy DRA used to keep did).
+        ("1_000", "Gt", "5", False),
+        ("7", "Gt", " 5", False),
+        ("+7", "Gt", "5", True),
+        ("99999999999999999999", "Gt", "5", False),  # beyond int64
+    ],
+)
+def test_slice_node_selectors_read_gt_lt_as_node_affinity_does(
+    label: str, operator: str, bound: str, selected: bool
+) -> None:
+    """One node-selector evaluator (core.nodeaffinity): a slice's Gt/Lt follow Go's ParseInt."""
+    term = {"matchExpressions": [{"key": "gpus", "operator": operator, "values": [bound]}]}
+    sel = rslice("s", [device("g0")], node_name=None, pool="p", nodeSelector={"nodeSelectorTerms": [term]})
+    assert [p.name for p in gather_pools([sel], node("x", gpus=label))] == (["p"] if selected else [])
 
 
 def test_pools_keep_the_newest_generation_and_know_when_they_are_incomplete_or_invalid() -> None:

@@ -7,13 +7,13 @@ free (not allocated to another claim, nor to an earlier request here, unless adm
 claim's matchAttribute constraints. The first full solution wins. Partitionable devices (counters),
 consumable capacity and binding conditions are off by default upstream: such devices and slices are left out
 as there. Device taints are on by default in v1.37; requests' tolerations are not read, so a tainted device is
-never allocated (a pod waits rather than lands on it).
+never allocated (a pod waits rather than lands on it). Pools are gathered in `dra_pools.py`, the search is
+`dra_search.py`; this module prepares the requests and writes the results.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 from kubesched.api.core import Node, NodeSelector, NodeSelectorRequirement, NodeSelectorTerm
@@ -29,169 +29,17 @@ from kubesched.api.resource_v1 import (
     ResourceClaim,
     ResourceSlice,
 )
-from kubesched.errors import ClusterError, InputError
 from kubesched.plugins.helpers.dra_cel import CELError, SelectorCache, device_value
-
-DeviceID = tuple[str, str, str]  # driver, pool, device
-
-
-class AllocationError(InputError):
-    """Something is wrong with a claim or class: scheduling the pod fails with an error (upstream's statusError)."""
-
-
-class FailedOnNode(ClusterError):
-    """Not on this node, for a reason worth telling if no node fits (ErrFailedAllocationOnNode)."""
-
-
-def claim_key(claim: ResourceClaim) -> str:
-    return f"{claim.metadata.namespace}/{claim.metadata.name}"
-
-
-# ---- node selection ----------------------------------------------------------------------------------------
-
-
-def _requirement(node: Node, req: NodeSelectorRequirement, fields: bool) -> bool:
-    if fields:
-        value: str | None = node.metadata.name if req.key == "metadata.name" else ""
-    else:
-        value = (node.metadata.labels or {}).get(req.key)
-    values = req.values or []
-    op = req.operator
-    if op == "In":
-        return value is not None and value in values
-    if op == "NotIn":
-        return value is None or value not in values
-    if op == "Exists":
-        return value is not None
-    if op == "DoesNotExist":
-        return value is None
-    if op in ("Gt", "Lt") and value is not None and len(values) == 1:
-        try:
-            have, bound = int(value), int(values[0])
-        except ValueError:
-            return False
-        return have > bound if op == "Gt" else have < bound
-    return False
-
-
-def _term(node: Node, term: NodeSelectorTerm) -> bool:
-    exprs, flds = term.match_expressions or [], term.match_fields or []
-    if not exprs and not flds:
-        return False  # an empty term matches nothing
-    return all(_requirement(node, r, False) for r in exprs) and all(_requirement(node, r, True) for r in flds)
-
-
-def selector_matches(node: Node, selector: NodeSelector) -> bool:
-    return any(_term(node, t) for t in selector.node_selector_terms or [])
-
-
-def node_matches(node: Node, name: str | None, all_nodes: bool | None, selector: NodeSelector | None) -> bool:
-    if name:
-        return node.metadata.name == name
-    if all_nodes:
-        return True
-    if selector is not None:
-        return selector_matches(node, selector)
-    return False
-
-
-# ---- pools -------------------------------------------------------------------------------------------------
-
-
-@dataclass
-class Pool:
-    driver: str
-    name: str
-    slices: list[ResourceSlice] = field(default_factory=list)
-    incomplete: bool = False
-    invalid: bool = False
-
-
-def pool_index(slices: Sequence[ResourceSlice]) -> dict[tuple[str, str], list[ResourceSlice]]:
-    """Every slice by (driver, pool): what a pool's completeness is checked against."""
-    out: dict[tuple[str, str], list[ResourceSlice]] = {}
-    for s in slices:
-        out.setdefault((s.spec.driver, s.spec.pool.name), []).append(s)
-    return out
-
-
-def gather_pools(
-    slices: Sequence[ResourceSlice], node: Node, index: Mapping[tuple[str, str], list[ResourceSlice]] | None = None
-) -> list[Pool]:
-    """GatherPools: the pools with slices for the node, newest generation only, complete or not, valid or not.
-
-    ``slices`` may be only those that can be the node's (by name, or by selector and for all nodes); ``index``
-    (`pool_index` of every slice) is what completeness is checked against, ``slices`` when not given."""
-    pools: dict[tuple[str, str], Pool] = {}
-    for s in slices:
-        spec = s.spec
-        if spec.per_device_node_selection is not None:
-            continue  # partitionable devices are off (DRAPartitionableDevices)
-        if not (spec.node_name or spec.all_nodes or spec.node_selector is not None):
-            continue
-        if not node_matches(node, spec.node_name, spec.all_nodes, spec.node_selector):
-            continue
-        key = (spec.driver, spec.pool.name)
-        pool = pools.get(key)
-        if pool is None:
-            pools[key] = Pool(spec.driver, spec.pool.name, [s])
-            continue
-        generation = pool.slices[0].spec.pool.generation
-        if spec.pool.generation < generation:
-            continue
-        if spec.pool.generation > generation:
-            pool.slices = []
-        pool.slices.append(s)
-    out = []
-    for (driver, name), pool in pools.items():
-        first = pool.slices[0].spec.pool
-        complete = len(pool.slices) == first.resource_slice_count
-        if not complete:
-            same = (
-                index.get((driver, name), [])
-                if index is not None
-                else [x for x in slices if x.spec.driver == driver and x.spec.pool.name == name]
-            )
-            if any(x.spec.pool.generation > first.generation for x in same):
-                continue  # obsolete
-            complete = sum(x.spec.pool.generation == first.generation for x in same) == first.resource_slice_count
-        pool.incomplete = not complete
-        seen: set[str] = set()
-        for s in pool.slices:
-            for d in s.spec.devices or []:
-                if d.name in seen:
-                    pool.invalid = True
-                seen.add(d.name)
-        out.append(pool)
-    return out
-
-
-# ---- requests ----------------------------------------------------------------------------------------------
-
-
-@dataclass
-class Request:
-    """A request, or one subrequest of a firstAvailable list, as the search needs it."""
-
-    name: str  # the request's name, or "request/subrequest"
-    base: str  # the top-level request's name
-    sub: str  # the subrequest's name, or ""
-    class_name: str
-    mode: str
-    count: int
-    admin: bool
-    selectors: list[DeviceSelector]
-    device_class: DeviceClass | None = None
-    num: int = 0
-    all_devices: list[tuple[DeviceID, Device, ResourceSlice]] = field(default_factory=list)
-
-
-@dataclass
-class _Pick:
-    request: Request
-    id: DeviceID
-    device: Device
-    slice: ResourceSlice
+from kubesched.plugins.helpers.dra_pools import (
+    AllocationError,
+    DeviceID,
+    FailedOnNode,
+    Pool,
+    claim_key,
+    gather_pools,
+    pool_index,
+)
+from kubesched.plugins.helpers.dra_search import Pick, Request, Search
 
 
 class Allocator:
@@ -284,7 +132,7 @@ class Allocator:
                         f"claim {claim_key(claim)}, constraint #{i}: distinctAttribute is not supported by kubesched"
                     )
             plan.append(requests)
-        search = _Search(self, node, claims, plan, pools)
+        search = Search(self.selectable, self.allocated, claims, plan, pools)
         if not search.claim(0):
             if any(p.invalid for p in pools):
                 raise FailedOnNode("invalid resource pools were encountered")
@@ -393,7 +241,7 @@ class Allocator:
                 raise AllocationError(f"{where}: selector #{i}: CEL runtime error: {err}") from None
         return True
 
-    def _result(self, claim: ResourceClaim, picks: list[_Pick]) -> AllocationResult:
+    def _result(self, claim: ResourceClaim, picks: list[Pick]) -> AllocationResult:
         results = [
             DeviceRequestAllocationResult(
                 request=p.request.name,
@@ -435,7 +283,7 @@ def _opaque(config: Any) -> Any:
     return config.get("opaque") if isinstance(config, Mapping) else None
 
 
-def _dedupe_requests(picks: list[_Pick]) -> list[_Pick]:
+def _dedupe_requests(picks: list[Pick]) -> list[Pick]:
     seen: set[str] = set()
     out = []
     for p in picks:
@@ -445,7 +293,7 @@ def _dedupe_requests(picks: list[_Pick]) -> list[_Pick]:
     return out
 
 
-def _node_selector(picks: list[_Pick]) -> NodeSelector | None:
+def _node_selector(picks: list[Pick]) -> NodeSelector | None:
     fields: list[NodeSelectorRequirement] = []
     exprs: list[NodeSelectorRequirement] = []
     for p in picks:
@@ -465,140 +313,6 @@ def _node_selector(picks: list[_Pick]) -> NodeSelector | None:
             node_selector_terms=[NodeSelectorTerm(match_expressions=exprs or None, match_fields=fields or None)]
         )
     return None
-
-
-class _Search:
-    """allocateOne: depth-first over claims, requests (their alternatives in order) and devices."""
-
-    def __init__(
-        self,
-        alloc: Allocator,
-        node: Node,
-        claims: Sequence[ResourceClaim],
-        plan: list[list[list[Request]]],
-        pools: list[Pool],
-    ) -> None:
-        self.alloc = alloc
-        self.node = node
-        self.claims = claims
-        self.plan = plan
-        self.pools = [p for p in pools if not p.incomplete and not p.invalid]
-        self.result: list[list[_Pick]] = [[] for _ in claims]
-        self.taken: dict[DeviceID, set[int]] = {}
-        self.attr: list[list[tuple[Any, int]]] = [[(None, 0)] * len(c.spec.devices.constraints or []) for c in claims]
-
-    def claim(self, ci: int) -> bool:
-        if ci >= len(self.claims):
-            return True
-        return self.request(ci, 0)
-
-    def request(self, ci: int, ri: int) -> bool:
-        if ri >= len(self.plan[ci]):
-            return self.claim(ci + 1)
-        return any(self.device(ci, ri, alt, 0) for alt in self.plan[ci][ri])
-
-    def device(self, ci: int, ri: int, req: Request, di: int) -> bool:
-        if req.mode == "All" and not req.all_devices:
-            return False
-        if di >= req.num:
-            return self.request(ci, ri + 1)
-        if len(self.result[ci]) + req.num - di > ALLOCATION_RESULTS_MAX_SIZE:
-            return False
-        if req.mode == "All":
-            did, dev, s = req.all_devices[di]
-            if not self.add(ci, req, did, dev, s, must=True):
-                return False
-            if self.device(ci, ri, req, di + 1):
-                return True
-            self.remove(ci, req, did)
-            return False
-        claim = self.claims[ci]
-        for pool in self.pools:
-            for s in pool.slices:
-                for dev in s.spec.devices or []:
-                    did = (pool.driver, pool.name, dev.name)
-                    if not self.free(ci, req, did) or not self.alloc.selectable(ci, claim, req, did, dev, s):
-                        continue
-                    if not self.add(ci, req, did, dev, s, must=False):
-                        continue
-                    if self.device(ci, ri, req, di + 1):
-                        return True
-                    self.remove(ci, req, did)
-        return False
-
-    def free(self, ci: int, req: Request, did: DeviceID) -> bool:
-        if req.admin:
-            return ci not in self.taken.get(did, ())
-        return did not in self.alloc.allocated and not self.taken.get(did)
-
-    def add(self, ci: int, req: Request, did: DeviceID, dev: Device, s: ResourceSlice, must: bool) -> bool:
-        if not self.free(ci, req, did):
-            return False
-        claim = self.claims[ci]
-        constraints = claim.spec.devices.constraints or []
-        applied: list[int] = []
-        for k, c in enumerate(constraints):
-            names = c.requests or []
-            if names and req.base not in names and req.name not in names:
-                continue
-            attr = _lookup(dev, did, c.match_attribute or "")
-            first, n = self.attr[ci][k]
-            if attr is None or (n and attr != first):
-                for j in applied:
-                    v, m = self.attr[ci][j]
-                    self.attr[ci][j] = (v, m - 1)
-                if must:
-                    raise AllocationError(
-                        f"claim {claim_key(claim)}, request {req.name}: cannot add device {'/'.join(did)} because a"
-                        " claim constraint would not be satisfied"
-                    )
-                return False
-            self.attr[ci][k] = (attr if n == 0 else first, n + 1)
-            applied.append(k)
-        self.taken.setdefault(did, set()).add(ci)
-        self.result[ci].append(_Pick(req, did, dev, s))
-        return True
-
-    def remove(self, ci: int, req: Request, did: DeviceID) -> None:
-        claim = self.claims[ci]
-        for k, c in enumerate(claim.spec.devices.constraints or []):
-            names = c.requests or []
-            if names and req.base not in names and req.name not in names:
-                continue
-            v, m = self.attr[ci][k]
-            self.attr[ci][k] = (v, m - 1)
-        self.taken[did].discard(ci)
-        self.result[ci].pop()
-
-
-def _lookup(dev: Device, did: DeviceID, name: str) -> Any:
-    """lookupAttribute: the attribute by its full name, or without the domain when the domain is the driver."""
-    attrs = dev.attributes or {}
-    attr = attrs.get(name)
-    if attr is None:
-        domain, sep, ident = name.partition("/")
-        if not sep or domain != did[0]:
-            return None
-        attr = attrs.get(ident)
-        if attr is None:
-            return None
-    for value in (attr.string_value, attr.int_value, attr.bool_value, attr.version_value):
-        if value is not None:
-            return (type(value).__name__, value)
-    return None
-
-
-def allocated_devices(claims: Mapping[str, ResourceClaim]) -> set[DeviceID]:
-    """Devices allocated by the claims (admin-access allocations do not take the device)."""
-    out: set[DeviceID] = set()
-    for claim in claims.values():
-        allocation = claim.status.allocation
-        if allocation is None:
-            continue
-        for r in allocation.devices.results or []:
-            if not r.admin_access:
-                out.add((r.driver, r.pool, r.device))
-    return out
 
 
 def _repels(taint: object) -> bool:
