@@ -40,10 +40,11 @@ from kubesched.config.yamlout import dump_yaml_to
 from kubesched.errors import ClusterError
 
 T = TypeVar("T")
+R = TypeVar("R")
 log = logging.getLogger("kubesched.snapshot")
 
 CHUNK_SIZE = 500  # kubectl's --chunk-size default
-ATTEMPTS = 5  # tries per page (and lists per resource after 410s) before the snapshot fails
+ATTEMPTS = 8  # tries per page (backoff 0.5 s doubling to 8 s: ~30 s, an API server restart) and lists after 410s
 ACTIVE_PODS = "status.phase!=Succeeded,status.phase!=Failed"
 KEPT_ANNOTATIONS = frozenset({BIND_COMPLETED, BOUND_BY_CONTROLLER, SELECTED_NODE, BETA_STORAGE_CLASS})
 RESOURCE_API = "/apis/resource.k8s.io/v1"
@@ -181,13 +182,26 @@ class Lister:
                 self.relists += 1
         raise AssertionError("unreachable")  # pragma: no cover - the loop returns or raises
 
+    async def served(self, path: str) -> bool:
+        """Whether the API server serves a group version (discovery: 404 when it does not)."""
+        try:
+            await self._get(path, {}, bytes)
+        except APIError as err:
+            if err.status == 404:
+                return False
+            raise SnapshotError(f"discovery of {path}: {err}") from None
+        return True
+
     async def _page(self, path: str, params: dict[str, str], decoder: msgspec.json.Decoder[_Page[T]]) -> _Page[T]:
+        return await self._get(path, params, decoder.decode)
+
+    async def _get(self, path: str, params: dict[str, str], decode: Callable[[bytes], R]) -> R:
+        """A GET, asked again after a transport failure, a 5xx/429 or an unreadable answer (it applies nothing)."""
         delay = 0.5
         for attempt in range(ATTEMPTS):
             try:
                 self.requests += 1
-                body = await self.client.request("GET", path, params=params, time_limit=60.0)
-                return decoder.decode(body)
+                return decode(await self.client.request("GET", path, params=params, time_limit=60.0))
             except APIError as err:
                 if err.status not in (429, 500, 502, 503, 504) or attempt == ATTEMPTS - 1:
                     raise
@@ -209,24 +223,12 @@ class Lister:
         raise AssertionError("unreachable")  # pragma: no cover
 
 
-async def _served(client: KubeClient, path: str) -> bool:
-    try:
-        await client.request("GET", path)
-    except APIError as err:
-        if err.status == 404:
-            return False
-        raise SnapshotError(f"discovery of {path}: {err}") from None
-    except OSError as err:
-        raise SnapshotError(f"discovery of {path}: {err}") from None
-    return True
-
-
 async def take(
     client: KubeClient, *, namespace: str = "", chunk_size: int = CHUNK_SIZE, sleep: Sleep = asyncio.sleep
 ) -> Snapshot:
     """List everything scheduling reads (see the module); raises SnapshotError naming what failed."""
     lister = Lister(client, chunk_size, sleep)
-    dra = await _served(client, RESOURCE_API)
+    dra = await lister.served(RESOURCE_API)
     objects: dict[str, list[Any]] = {}
     for res in RESOURCES:
         if res.dra and not dra:

@@ -17,7 +17,7 @@ from kubesched.api.core import Node, Pod
 from kubesched.api.storage import PersistentVolumeClaim
 from kubesched.cluster.files import read_cluster
 from kubesched.cluster.kubeclient import APIError
-from kubesched.cluster.snapshot import Lister, Snapshot, SnapshotError, strip, write_atomically
+from kubesched.cluster.snapshot import ATTEMPTS, Lister, Snapshot, SnapshotError, strip, write_atomically
 from kubesched.errors import TransportError
 
 NODE = {
@@ -168,7 +168,7 @@ def test_a_failed_page_is_asked_again_with_the_same_token() -> None:
 
 
 def test_a_page_failing_every_time_ends_the_snapshot_with_the_error() -> None:
-    with pytest.raises(SnapshotError, match=r"listing /api/v1/nodes: connection reset \(after 5 attempts\)"):
-        list_names([(["a", "b"], "t1")] + [TransportError("connection reset")] * 5)
+    with pytest.raises(SnapshotError, match=rf"listing /api/v1/nodes: connection reset \(after {ATTEMPTS} attempts\)"):
+        list_names([(["a", "b"], "t1")] + [TransportError("connection reset")] * ATTEMPTS)
     with pytest.raises(SnapshotError, match="listing /api/v1/nodes: 403 Forbidden: nodes is forbidden"):
         list_names([APIError(403, "nodes is forbidden", "Forbidden")])
