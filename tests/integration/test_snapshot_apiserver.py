@@ -232,3 +232,27 @@ def test_kubectl_get_nodes_pods_output_schedules_like_the_cluster(
         path = tmp_path / "kubectl.yaml"
         path.write_text(yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": items, "metadata": {}}))
         assert schedule_file(path, run, nobody, tmp_path) == {f"{ns}/pending": run.node("b")}
+
+
+def test_a_namespace_limits_the_pending_pods_not_what_occupies_the_nodes(
+    control_plane: ControlPlane, kube_namespace: str, tmp_path: Path
+) -> None:
+    cp, run, ns = control_plane, Run(), kube_namespace
+    other = f"other-{run.id}"
+    with cluster_objects(cp, run, ns) as nobody:
+        cp.create_namespace(other)
+        try:
+            create(cp, other, pod("elsewhere-busy", nobody, cpu="3", nodeName=run.node("b")))
+            create(cp, other, pod("elsewhere-pending", nobody, cpu="100m"))
+            out = tmp_path / "team.json"
+            args = ("--kubeconfig", str(cp.admin_kubeconfig), "--namespace", ns, "-o", str(out), "--chunk-size", "3")
+            done = kubesched("snapshot", *args)
+            assert done.returncode == 0, done.stderr
+            pods = {(i["metadata"]["namespace"], i["metadata"]["name"]) for i in json.loads(out.read_text())["items"]
+                    if i["kind"] == "Pod"}  # fmt: skip
+            assert (other, "elsewhere-busy") in pods and (other, "elsewhere-pending") not in pods
+            assert {(ns, "busy"), (ns, "pending")} <= pods
+            # b is taken by the other namespace's pod: the pending pod goes to c, the one node with room.
+            assert schedule_file(out, run, nobody, tmp_path) == {f"{ns}/pending": run.node("c")}
+        finally:
+            cp.delete_namespace(other)
