@@ -26,8 +26,10 @@ class ClusterFileError(ConfigurationError):
 
 
 # Bounds on what a cluster file may cost before anything walks it. A real snapshot of 15,000 nodes and
-# 150,000 pods is ~230 MiB of JSON (docs/benchmarks.md); kube-apiserver's own limit on one object is 1.5 MiB.
+# 150,000 pods is ~230 MiB of JSON, read in ~3 s; as YAML it is ~260 MiB, read in ~4 minutes and 11 GiB
+# (docs/benchmarks.md): YAML is held to 64 MiB (~1 minute, ~3 GiB), JSON may be eight times that.
 MAX_FILE_BYTES = 512 * 1024 * 1024
+MAX_YAML_BYTES = 64 * 1024 * 1024
 MAX_OBJECTS = 1_000_000  # Kubernetes' tested limits are 5,000 nodes and 150,000 pods
 MAX_VALUES = 50_000_000  # per YAML document, once aliases are expanded (a "billion laughs" file is small)
 
@@ -51,6 +53,11 @@ def _documents(path: Path) -> list[Any]:
                 problem = "nested too deeply" if isinstance(err, RecursionError) else str(err)
                 raise ClusterFileError(f"{path}: not valid JSON: {problem}") from None
             # not JSON after all: YAML's flow style starts with a brace too
+    if len(data) > MAX_YAML_BYTES:
+        raise ClusterFileError(
+            f"{path}: YAML larger than {MAX_YAML_BYTES >> 20} MiB, the limit of a YAML cluster file; JSON may be"
+            f" up to {MAX_FILE_BYTES >> 20} MiB (kubectl get -o json, kubesched snapshot -o FILE.json)"
+        )
     try:
         return yamlin.load_documents(data.decode(), max_values=MAX_VALUES)
     except UnicodeDecodeError as err:

@@ -33,7 +33,7 @@ from kubesched.api.core import Namespace, Node, Pod, ReplicationController, Serv
 from kubesched.api.policy_v1 import PodDisruptionBudget
 from kubesched.api.resource_v1 import DeviceClass, ResourceClaim, ResourceClaimTemplate, ResourceSlice
 from kubesched.api.storage import CSINode, PersistentVolume, PersistentVolumeClaim, StorageClass
-from kubesched.cluster.files import PriorityClassObject
+from kubesched.cluster.files import MAX_YAML_BYTES, PriorityClassObject
 from kubesched.cluster.kubeclient import APIError, CredentialError, KubeClient
 from kubesched.cluster.volumes import BETA_STORAGE_CLASS, BIND_COMPLETED, BOUND_BY_CONTROLLER, SELECTED_NODE
 from kubesched.config.yamlout import dump_yaml_to
@@ -48,6 +48,11 @@ ATTEMPTS = 8  # tries per page (backoff 0.5 s doubling to 8 s: ~30 s, an API ser
 ACTIVE_PODS = "status.phase!=Succeeded,status.phase!=Failed"
 KEPT_ANNOTATIONS = frozenset({BIND_COMPLETED, BOUND_BY_CONTROLLER, SELECTED_NODE, BETA_STORAGE_CLASS})
 RESOURCE_API = "/apis/resource.k8s.io/v1"
+
+
+# A YAML cluster file is read ~60 times slower than JSON and held to MAX_YAML_BYTES (cluster/files.py):
+# a snapshot of more objects than this (~45 MiB of YAML) is written as JSON or not at all.
+MAX_YAML_OBJECTS = 30_000
 
 
 class SnapshotError(ClusterError):
@@ -260,10 +265,16 @@ def write_atomically(path: Path, doc: dict[str, Any], header: Iterable[str] = ()
     cluster loads several times faster from JSON (docs/benchmarks.md).
     """
     path = path.absolute()
+    yaml_out = path.suffix != ".json"
+    if yaml_out and len(doc.get("items") or ()) > MAX_YAML_OBJECTS:
+        raise SnapshotError(
+            f"{len(doc['items'])} objects are too many for a YAML cluster file (at most {MAX_YAML_OBJECTS}:"
+            f" it would load slowly, past {MAX_YAML_BYTES >> 20} MiB not at all); write JSON: -o {path.stem}.json"
+        )
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as out:
-            if path.suffix == ".json":
+            if not yaml_out:
                 _write_json(doc, out)
             else:
                 for line in header:
@@ -271,6 +282,12 @@ def write_atomically(path: Path, doc: dict[str, Any], header: Iterable[str] = ()
                 dump_yaml_to(doc, out)
             out.flush()
             os.fsync(out.fileno())
+            size = out.tell()
+        if yaml_out and size > MAX_YAML_BYTES:
+            raise SnapshotError(
+                f"the snapshot is {size >> 20} MiB of YAML, more than a YAML cluster file may be"
+                f" ({MAX_YAML_BYTES >> 20} MiB); write JSON: -o {path.stem}.json"
+            )
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

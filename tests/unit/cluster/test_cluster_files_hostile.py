@@ -111,3 +111,11 @@ def test_huge_quantities_are_kept_as_kube_apiserver_keeps_them(tmp_path: Path) -
     text = "- {metadata: {name: n}, status: {allocatable: {cpu: '1e9999', memory: 99999999999999999999Ei}}}"
     (node,) = read_cluster(write(tmp_path, text)).nodes
     assert node.status.allocatable == {"cpu": "1e9999", "memory": "99999999999999999999Ei"}
+
+
+def test_yaml_over_its_own_limit_is_refused_pointing_at_json(tmp_path: Path) -> None:
+    path = tmp_path / "big.yaml"
+    with path.open("wb") as f:
+        f.truncate(files.MAX_YAML_BYTES + 1)
+    with pytest.raises(ClusterFileError, match=r"big.yaml: YAML larger than 64 MiB, .* JSON may be up to 512 MiB"):
+        read_cluster(path)

@@ -15,6 +15,7 @@ import yaml
 
 from kubesched.api.core import Node, Pod
 from kubesched.api.storage import PersistentVolumeClaim
+from kubesched.cluster import snapshot
 from kubesched.cluster.files import read_cluster
 from kubesched.cluster.kubeclient import APIError
 from kubesched.cluster.snapshot import ATTEMPTS, Lister, Snapshot, SnapshotError, strip, write_atomically
@@ -172,3 +173,19 @@ def test_a_page_failing_every_time_ends_the_snapshot_with_the_error() -> None:
         list_names([(["a", "b"], "t1")] + [TransportError("connection reset")] * ATTEMPTS)
     with pytest.raises(SnapshotError, match="listing /api/v1/nodes: 403 Forbidden: nodes is forbidden"):
         list_names([APIError(403, "nodes is forbidden", "Forbidden")])
+
+
+def test_a_snapshot_too_large_for_yaml_is_refused_and_no_file_is_left(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    doc = Snapshot("https://x", {"Node": [msgspec.convert(NODE, Node)] * 3}).documents()
+    monkeypatch.setattr(snapshot, "MAX_YAML_OBJECTS", 2)
+    with pytest.raises(SnapshotError, match=r"3 objects are too many for a YAML cluster file .* -o cluster.json"):
+        write_atomically(tmp_path / "cluster.yaml", doc)
+    monkeypatch.setattr(snapshot, "MAX_YAML_OBJECTS", 10)
+    monkeypatch.setattr(snapshot, "MAX_YAML_BYTES", 100)
+    with pytest.raises(SnapshotError, match=r"the snapshot is 0 MiB of YAML, more than a YAML cluster file may be"):
+        write_atomically(tmp_path / "cluster.yaml", doc)
+    assert list(tmp_path.iterdir()) == []
+    write_atomically(tmp_path / "cluster.json", doc)  # JSON has room
+    assert len(read_cluster(tmp_path / "cluster.json").nodes) == 3
