@@ -17,6 +17,7 @@ from kubesched.cli import (
     manifests_cmd,
     plugins_cmd,
     scheduler_cmd,
+    snapshot_cmd,
     webhook_cmd,
 )
 from kubesched.errors import CLIError
@@ -38,6 +39,7 @@ def version() -> str:
 EXAMPLES = """\
 Examples:
   kubesched scheduler run --cluster examples/cluster.yaml      # schedule a cluster file in memory
+  kubesched snapshot -o cluster.yaml                           # a live cluster as a cluster file
   kubesched extender serve --policy custom-label --nodes examples/nodes.yaml
   kubesched plugins list
   kubesched COMMAND --help                                     # each command's flags and examples
@@ -57,6 +59,7 @@ def build_parser() -> argparse.ArgumentParser:
     config_cmd.register(sub)
     dev_cluster.register(sub)
     scheduler_cmd.register(sub)
+    snapshot_cmd.register(sub)
     plugins_cmd.register(sub)
     webhook_cmd.register(sub)
     certs_cmd.register(sub)

@@ -327,6 +327,8 @@ def run_in_memory(args: argparse.Namespace, config: SchedulerConfiguration) -> i
         found = read_cluster(args.cluster)
     except ClusterFileError as err:
         raise CLIError(str(err)) from None
+    for warning in found.warnings:
+        logging.getLogger("kubesched.cluster").warning("%s", warning)
 
     async def main() -> tuple[list[Placement], list[tuple[str, str]], list[tuple[str, list[str], list[str]]]]:
         clock = ManualClock()

@@ -6,9 +6,13 @@ scheduling depends on are applied here, on the decoded JSON, as the server appli
 * defaulting (pkg/apis/core/v1/defaults.go): a container's requests default to its limits, per resource;
   ``schedulerName`` defaults to ``default-scheduler``;
 * the Priority admission plugin: ``priority`` and ``preemptionPolicy`` from the pod's PriorityClass, or the
-  global default class, or 0; an unknown class is refused as the server refuses it;
+  global default class, or 0; an unknown class is refused as the server refuses it, unless the pod's
+  ``priority`` is set already (it is kept, with a warning: the file may simply lack the class);
 * the DefaultTolerationSeconds admission plugin: tolerations of the not-ready and unreachable NoExecute
   taints for 300 s, unless the pod tolerates them already.
+
+A pod the API server stored already (it has ``metadata.resourceVersion``: ``kubectl get pods -o yaml``, a
+snapshot) went through all of this: it is taken as stored, never admitted again.
 """
 
 from __future__ import annotations
@@ -54,17 +58,20 @@ def priority_classes(items: list[PriorityClass]) -> dict[str, PriorityClass]:
     return classes
 
 
-def default_pod(pod: dict[str, Any], classes: Mapping[str, PriorityClass]) -> dict[str, Any]:
-    """The pod as the API server would store it (a copy where something changes)."""
+def default_pod(
+    pod: dict[str, Any], classes: Mapping[str, PriorityClass], warnings: list[str] | None = None
+) -> dict[str, Any]:
+    """The pod as the API server would store it (a copy where something changes); what is taken on trust
+    is appended to ``warnings``."""
     spec = pod.get("spec")
-    if not isinstance(spec, dict):
+    if not isinstance(spec, dict) or stored(pod):
         return pod
     spec = dict(spec)
     spec.setdefault("schedulerName", DEFAULT_SCHEDULER)
     for key in ("containers", "initContainers"):
         if isinstance(spec.get(key), list):
             spec[key] = [_default_container(c) for c in spec[key]]
-    _admit_priority(spec, classes)
+    _admit_priority(spec, classes, warnings if warnings is not None else [])
     spec["tolerations"] = _default_tolerations(spec.get("tolerations"))
     return {**pod, "spec": spec}
 
@@ -82,16 +89,25 @@ def _default_container(container: Any) -> Any:
     return {**container, "resources": {**resources, "requests": requests}}
 
 
-def _admit_priority(spec: dict[str, Any], classes: Mapping[str, PriorityClass]) -> None:
+def stored(obj: dict[str, Any]) -> bool:
+    """Whether the API server stored ``obj`` (only it sets metadata.resourceVersion)."""
+    meta = obj.get("metadata")
+    return isinstance(meta, dict) and bool(meta.get("resourceVersion"))
+
+
+def _admit_priority(spec: dict[str, Any], classes: Mapping[str, PriorityClass], warnings: list[str]) -> None:
     name = spec.get("priorityClassName") or ""
+    explicit = spec.get("priority")
     if name:
         cls = classes.get(name)
+        if cls is None and isinstance(explicit, int) and not isinstance(explicit, bool):
+            warnings.append(f"no PriorityClass {name} in the file: spec.priority {explicit} is kept")
+            return
         if cls is None:
             raise DefaultingError(f"no PriorityClass with name {name} was found")
     else:
         cls = next((c for c in classes.values() if c.global_default), None)
     value = cls.value if cls is not None else 0
-    explicit = spec.get("priority")
     if explicit is not None and (name or cls is not None) and explicit != value:
         raise DefaultingError(
             "the integer value of priority "

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import msgspec
-import yaml
 
 from kubesched.api.core import Namespace, Node, ObjectMeta, Pod, ReplicationController, Service, Workload
 from kubesched.api.policy_v1 import PodDisruptionBudget
@@ -16,6 +16,8 @@ from kubesched.cluster.cache import ClusterCache
 from kubesched.cluster.defaulting import DefaultingError, PriorityClass, default_pod, priority_classes
 from kubesched.cluster.storage import STORAGE_KINDS, StorageError, StorageObject, read_storage
 from kubesched.cluster.workloads import Workloads
+from kubesched.config import yamlin
+from kubesched.core.quantity import QuantityError, to_milli
 from kubesched.errors import ConfigurationError
 
 
@@ -23,19 +25,60 @@ class ClusterFileError(ConfigurationError):
     """A cluster file that cannot be read; the message names the file and the item."""
 
 
+# Bounds on what a cluster file may cost before anything walks it. A real snapshot of 15,000 nodes and
+# 150,000 pods is ~230 MiB of JSON, read in ~3 s; as YAML it is ~260 MiB, read in ~4 minutes and 11 GiB
+# (docs/benchmarks.md): YAML is held to 64 MiB (~1 minute, ~3 GiB), JSON may be eight times that.
+MAX_FILE_BYTES = 512 * 1024 * 1024
+MAX_YAML_BYTES = 64 * 1024 * 1024
+MAX_OBJECTS = 1_000_000  # Kubernetes' tested limits are 5,000 nodes and 150,000 pods
+MAX_VALUES = 50_000_000  # per YAML document, once aliases are expanded (a "billion laughs" file is small)
+
+
 def _documents(path: Path) -> list[Any]:
+    too_big = ClusterFileError(f"{path}: larger than {MAX_FILE_BYTES >> 20} MiB, the limit of a cluster file")
     try:
-        text = path.read_text()
+        with path.open("rb") as f:
+            if os.fstat(f.fileno()).st_size > MAX_FILE_BYTES:
+                raise too_big
+            data = f.read(MAX_FILE_BYTES + 1)  # bounded where the size is unknown too (a pipe)
     except OSError as err:
         raise ClusterFileError(f"{path}: cannot read: {err.strerror}") from None
-    try:
-        if path.suffix == ".json":
-            return [msgspec.json.decode(text)]
-        return [d for d in yaml.safe_load_all(text) if d is not None]
-    except (msgspec.DecodeError, yaml.YAMLError) as err:
+    if len(data) > MAX_FILE_BYTES:
+        raise too_big
+    if path.suffix == ".json" or data.lstrip()[:1] in (b"{", b"["):
+        try:
+            return _json(data)
+        except (msgspec.DecodeError, RecursionError) as err:
+            if path.suffix == ".json":
+                problem = "nested too deeply" if isinstance(err, RecursionError) else str(err)
+                raise ClusterFileError(f"{path}: not valid JSON: {problem}") from None
+            # not JSON after all: YAML's flow style starts with a brace too
+    if len(data) > MAX_YAML_BYTES:
         raise ClusterFileError(
-            f"{path}: not valid {'JSON' if path.suffix == '.json' else 'YAML/JSON'}: {err}"
-        ) from None
+            f"{path}: YAML larger than {MAX_YAML_BYTES >> 20} MiB, the limit of a YAML cluster file; JSON may be"
+            f" up to {MAX_FILE_BYTES >> 20} MiB (kubectl get -o json, kubesched snapshot -o FILE.json)"
+        )
+    try:
+        return yamlin.load_documents(data.decode(), max_values=MAX_VALUES)
+    except UnicodeDecodeError as err:
+        raise ClusterFileError(f"{path}: not UTF-8 text (byte {err.start})") from None
+    except yamlin.DocumentError as err:
+        raise ClusterFileError(f"{path}: {err}") from None
+
+
+class _JSONList(msgspec.Struct):
+    kind: Any = None
+    items: list[msgspec.Raw] | None = None
+
+
+def _json(data: bytes) -> list[Any]:
+    """A JSON document; a list's items are left encoded (`_take` decodes each straight into its struct)."""
+    if data.lstrip()[:1] == b"[":
+        return [msgspec.json.decode(data, type=list[msgspec.Raw])]
+    doc = msgspec.json.decode(data, type=_JSONList)
+    if doc.items is None:
+        return [msgspec.json.decode(data)]
+    return [{"kind": doc.kind, "items": doc.items}]
 
 
 # A list's kind names its items' kind; "List" and plain lists do not.
@@ -61,7 +104,9 @@ _NOT_YET = {
 
 
 def _flatten(doc: Any, path: Path, where: str, kind: str | None = None) -> list[tuple[str, str | None, Any]]:
-    """(where, the kind its list gives it, object) for each object of a document."""
+    """(where, the kind its list gives it, object) for each object of a document (items left encoded stay so)."""
+    if isinstance(doc, msgspec.Raw):
+        return [(where, kind, doc)]
     if isinstance(doc, list):
         return [item for i, d in enumerate(doc) for item in _flatten(d, path, f"{where}[{i}]", kind)]
     if not isinstance(doc, dict):
@@ -106,6 +151,7 @@ class ClusterFile:
     pdbs: list[PodDisruptionBudget] = field(default_factory=list)
     priority_classes: list[PriorityClass] = field(default_factory=list)
     storage: list[StorageObject] = field(default_factory=list)  # PVs, PVCs, StorageClasses, CSINodes
+    warnings: list[str] = field(default_factory=list)  # what was taken on trust (the CLI prints them)
     # Dynamic resource allocation (resource.k8s.io/v1). Templates are kept but nothing makes claims from
     # them: no resourceclaim controller runs, so a pod of a template waits as it would without one.
     device_classes: list[DeviceClass] = field(default_factory=list)
@@ -131,25 +177,108 @@ def read_cluster(path: Path) -> ClusterFile:
     StatefulSets PodTopologySpread's default constraints derive their selector from."""
     out = ClusterFile()
     raw_pods: list[tuple[str, dict[str, Any]]] = []
+    count = 0
     for i, doc in enumerate(_documents(path)):
         for where, listed, obj in _flatten(doc, path, f"document {i}" if i else "$"):
-            kind = _kind_of(obj, listed, path, where)
+            count += 1
+            if count > MAX_OBJECTS:
+                raise ClusterFileError(f"{path}: {where}: more than {MAX_OBJECTS} objects, the limit of a cluster file")
             try:
-                _read_one(out, raw_pods, kind, obj, where, path)
+                _take(out, raw_pods, listed, obj, where, path)
             except msgspec.ValidationError as err:
                 raise ClusterFileError(f"{path}: {where}: {err}") from None
+            except RecursionError:
+                raise ClusterFileError(f"{path}: {where}: nested too deeply") from None
     try:
         classes = priority_classes(out.priority_classes)
     except DefaultingError as err:
         raise ClusterFileError(f"{path}: {err}") from None
+    warnings: list[str] = []
     for where, obj in raw_pods:
         try:
-            out.pods.append(msgspec.convert(default_pod(obj, classes), Pod))
+            out.pods.append(_checked(msgspec.convert(default_pod(obj, classes, warnings), Pod), path, where))
         except DefaultingError as err:
             raise ClusterFileError(f"{path}: {where}: {err}") from None
         except msgspec.ValidationError as err:
             raise ClusterFileError(f"{path}: {where}: {err}") from None
+    out.warnings += [f"{path}: {w}" for w in dict.fromkeys(warnings)]
     return out
+
+
+class _HeadMeta(msgspec.Struct, rename="camel"):
+    resource_version: Any = None
+
+
+class _Head(msgspec.Struct):
+    kind: Any = None
+    metadata: _HeadMeta | None = None
+
+
+N = TypeVar("N", Node, Pod)
+
+
+def _checked(obj: N, path: Path, where: str) -> N:
+    try:
+        _quantities(obj)
+    except ClusterFileError as err:
+        raise ClusterFileError(f"{path}: {where}: {err}") from None
+    return obj
+
+
+def _quantities(obj: Node | Pod) -> None:
+    """Every resource quantity of a node or a pod parses and is not negative, as kube-apiserver validates them
+    (huge ones are kept: the server stores "1e9999" too, and the scheduler saturates them)."""
+    maps: list[tuple[str, dict[str, str | int | float] | None]] = []
+    if isinstance(obj, Node):
+        maps += [("status.allocatable", obj.status.allocatable), ("status.capacity", obj.status.capacity)]
+    else:
+        spec = obj.spec
+        maps.append(("spec.overhead", spec.overhead))
+        if spec.resources is not None:
+            maps += [
+                ("spec.resources.requests", spec.resources.requests),
+                ("spec.resources.limits", spec.resources.limits),
+            ]
+        for key, containers in (("containers", spec.containers), ("initContainers", spec.init_containers)):
+            for i, c in enumerate(containers or ()):
+                if c.resources is not None:
+                    at = f"spec.{key}[{i}].resources"
+                    maps += [(f"{at}.requests", c.resources.requests), (f"{at}.limits", c.resources.limits)]
+    for at, amounts in maps:
+        for name, value in (amounts or {}).items():
+            try:
+                negative = to_milli(value) < 0
+            except QuantityError as err:
+                raise ClusterFileError(f"{at}.{name}: Invalid value: {value!r}: {err}") from None
+            if negative:
+                raise ClusterFileError(f"{at}.{name}: Invalid value: {value!r}: must be greater than or equal to 0")
+
+
+def _take(
+    out: ClusterFile, raw_pods: list[tuple[str, dict[str, Any]]], listed: str | None, obj: Any, where: str, path: Path
+) -> None:
+    """Read one object; nodes and stored pods left encoded are decoded straight into their struct."""
+    if isinstance(obj, msgspec.Raw):
+        try:
+            head = msgspec.json.decode(obj, type=_Head)
+        except msgspec.ValidationError:
+            head = _Head()  # not an object: the plain path says what is wrong
+        kind = head.kind if isinstance(head.kind, str) and head.kind else listed
+        if kind in ("Node", "Pod") and (listed is None or kind == listed):
+            if kind == "Node":
+                node = msgspec.json.decode(obj, type=Node)
+                if not node.metadata.name:
+                    raise ClusterFileError(f"{path}: {where}: Node has no metadata.name")
+                _checked(node, path, where)
+                out.nodes.append(node)
+                return
+            if head.metadata is not None and head.metadata.resource_version:  # stored: taken as is
+                out.pods.append(_checked(msgspec.json.decode(obj, type=Pod), path, where))
+                return
+        for at, of, item in _flatten(msgspec.json.decode(obj), path, where, listed):
+            _read_one(out, raw_pods, _kind_of(item, of, path, at), item, at, path)
+        return
+    _read_one(out, raw_pods, _kind_of(obj, listed, path, where), obj, where, path)
 
 
 def _read_one(
@@ -159,7 +288,7 @@ def _read_one(
         node = msgspec.convert(obj, Node)
         if not node.metadata.name:
             raise ClusterFileError(f"{path}: {where}: Node has no metadata.name")
-        out.nodes.append(node)
+        out.nodes.append(_checked(node, path, where))
     elif kind == "Pod":
         raw_pods.append((where, obj))
     elif kind == "Namespace":
@@ -178,7 +307,7 @@ def _read_one(
     elif kind == "PodDisruptionBudget":
         out.pdbs.append(msgspec.convert(obj, PodDisruptionBudget))
     elif kind == "PriorityClass":
-        pc = msgspec.convert(obj, _PriorityClass)
+        pc = msgspec.convert(obj, PriorityClassObject)
         if not pc.metadata.name:
             raise ClusterFileError(f"{path}: {where}: PriorityClass has no metadata.name")
         out.priority_classes.append(
@@ -225,7 +354,9 @@ def _read_dra(out: ClusterFile, kind: str, obj: Any, where: str, path: Path) -> 
         raise ClusterFileError(f"{path}: {where}: {kind} has no metadata.name")
 
 
-class _PriorityClass(msgspec.Struct, rename="camel"):
+class PriorityClassObject(msgspec.Struct, rename="camel", omit_defaults=True):
+    """scheduling.k8s.io/v1 PriorityClass: what priority admission reads."""
+
     metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
     value: int = 0
     global_default: bool = False

@@ -12,7 +12,7 @@ from typing import Any
 
 import yaml
 
-from kubesched.errors import FieldError, child, index
+from kubesched.errors import FieldError, InputError, child, index
 
 DOCUMENT = "<document>"
 MAX_BYTES = 4 * 1024 * 1024  # a real configuration is a few KiB
@@ -103,7 +103,7 @@ def _problem(err: yaml.YAMLError) -> str:
     return str(err).replace("\n", " ")
 
 
-def _size_problem(doc: object) -> str | None:
+def _size_problem(doc: object, max_values: int = MAX_VALUES) -> str | None:
     """Why ``doc`` is too big to walk, counting every value as often as aliases repeat it; None if it is not."""
     sizes: dict[int, int] = {}
     open_: set[int] = set()
@@ -121,7 +121,7 @@ def _size_problem(doc: object) -> str | None:
         total = 1
         for k, v in items:
             total += size(k) + size(v)
-            if total > MAX_VALUES:
+            if total > max_values:
                 break
         open_.discard(key)
         sizes[key] = total
@@ -131,9 +131,36 @@ def _size_problem(doc: object) -> str | None:
         total = size(doc)
     except ValueError as err:
         return str(err)
-    if total > MAX_VALUES:
-        return f"has more than {MAX_VALUES} values once YAML aliases are expanded"
+    if total > max_values:
+        return f"has more than {max_values} values once YAML aliases are expanded"
     return None
+
+
+class DocumentError(InputError):
+    """A stream of documents that cannot be read within the limits; the message says which and why."""
+
+
+# libyaml's parser where PyYAML has it: cluster files reach hundreds of MB. It bounds nesting itself
+# (1,000 levels, a ScannerError), and aliases are counted by `_size_problem` as for configurations.
+_FastLoader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+def load_documents(text: str, *, max_values: int) -> list[object]:
+    """Every document of a YAML stream, each at most ``max_values`` values once aliases are expanded.
+
+    For large data files (cluster files): no duplicate-key check; the caller bounds the text's size.
+    """
+    try:
+        docs = [d for d in yaml.load_all(text, Loader=_FastLoader) if d is not None]
+        problems = [(i, _size_problem(doc, max_values)) for i, doc in enumerate(docs)]
+    except yaml.YAMLError as err:
+        raise DocumentError(f"not valid YAML or JSON: {_problem(err)}") from None
+    except RecursionError:
+        raise DocumentError("nested too deeply") from None
+    for i, problem in problems:
+        if problem:
+            raise DocumentError(f"document {i} {problem}")
+    return docs
 
 
 def _duplicates(doc: object, path: str) -> list[FieldError]:

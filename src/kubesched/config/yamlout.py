@@ -7,7 +7,7 @@ kube-scheduler and kubectl read with, resolves them as numbers: a string field t
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import IO, Any
 
 import yaml
 
@@ -36,3 +36,22 @@ def dump_yaml(doc: Any, dumper: type[yaml.SafeDumper] = KubeDumper, **options: A
     options.setdefault("allow_unicode", True)
     text: str = yaml.dump(doc, Dumper=dumper, **options)
     return text
+
+
+# libyaml's emitter where PyYAML has it (a snapshot of thousands of nodes: ~10x the pure-Python one's speed).
+_CDumper: type[yaml.SafeDumper] = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+
+
+class FastKubeDumper(_CDumper):  # type: ignore[misc,valid-type]
+    """KubeDumper's representers over libyaml's emitter (same output)."""
+
+
+FastKubeDumper.add_representer(str, kube_str)
+
+
+def dump_yaml_to(doc: Any, stream: IO[str], **options: Any) -> None:
+    """`dump_yaml` into ``stream``, with libyaml's emitter: for large documents (cluster snapshots)."""
+    options.setdefault("sort_keys", False)
+    options.setdefault("default_flow_style", False)
+    options.setdefault("allow_unicode", True)
+    yaml.dump(doc, stream, Dumper=FastKubeDumper, **options)

@@ -116,3 +116,72 @@ def test_two_global_defaults_are_refused(tmp_path: Path) -> None:
     )
     with pytest.raises(ClusterFileError, match="only one may have globalDefault"):
         read_cluster(write(tmp_path, text))
+
+
+def test_a_set_priority_is_kept_when_the_file_lacks_the_class_it_names(tmp_path: Path) -> None:
+    got = read_cluster(write(tmp_path, pod_with("{priorityClassName: gold, priority: 1000, containers: []}")))
+    assert [p.spec.priority for p in got.pods] == [1000]
+    assert got.warnings == [
+        f"{tmp_path / 'cluster.yaml'}: no PriorityClass gold in the file: spec.priority 1000 is kept"
+    ]
+
+
+def stored_pod(spec: str) -> str:
+    return f"kind: Pod\nmetadata: {{name: p, namespace: ns, uid: u, resourceVersion: '42'}}\nspec: {spec}\n"
+
+
+def test_a_pod_the_api_server_stored_is_not_admitted_again(tmp_path: Path) -> None:
+    cls = "kind: PriorityClass\nmetadata: {name: high}\nvalue: 1000\n---\n"
+    # The class's value differs from the pod's (the class was deleted and made again): the stored pod wins.
+    spec = "{priorityClassName: high, priority: 5, containers: [{name: c, resources: {limits: {cpu: '1'}}}]}"
+    got = read_cluster(write(tmp_path, cls + stored_pod(spec)))
+    (pod,) = got.pods
+    assert pod.spec.priority == 5 and got.warnings == []
+    assert pod.spec.tolerations is None and pod.spec.containers[0].resources.requests is None  # type: ignore[index,union-attr]
+    # A class the file lacks, no priority set: what the server stored is taken (it had admitted the pod).
+    (missing,) = read_cluster(write(tmp_path, stored_pod("{priorityClassName: gold, containers: []}"))).pods
+    assert missing.spec.priority is None
+
+
+KUBECTL_LIST = """\
+apiVersion: v1
+items:
+- apiVersion: v1
+  kind: Node
+  metadata:
+    annotations: {node.alpha.kubernetes.io/ttl: "0"}
+    creationTimestamp: "2026-12-01T00:00:00Z"
+    labels: {kubernetes.io/hostname: n1}
+    managedFields:
+    - {apiVersion: v1, fieldsType: FieldsV1, fieldsV1: {f:metadata: {}}, manager: kubelet, operation: Update}
+    name: n1
+    resourceVersion: "100"
+    uid: 5c1d
+  spec: {podCIDR: 10.244.0.0/24}
+  status:
+    allocatable: {cpu: "4", memory: 8Gi, pods: "110"}
+    conditions: [{type: Ready, status: "True", lastHeartbeatTime: "2026-12-01T00:00:00Z"}]
+    nodeInfo: {kubeletVersion: v1.37.2, architecture: amd64}
+- apiVersion: v1
+  kind: Pod
+  metadata: {name: web, namespace: prod, uid: 77aa, resourceVersion: "120", ownerReferences: []}
+  spec:
+    containers: [{name: c, image: nginx, resources: {requests: {cpu: 500m}}}]
+    priority: 100000
+    priorityClassName: business-critical
+    preemptionPolicy: PreemptLowerPriority
+    schedulerName: default-scheduler
+    tolerations:
+    - {effect: NoExecute, key: node.kubernetes.io/not-ready, operator: Exists, tolerationSeconds: 300}
+  status: {phase: Pending, qosClass: Burstable}
+kind: List
+metadata: {resourceVersion: ""}
+"""
+
+
+def test_kubectl_get_nodes_pods_output_is_read_as_the_server_stored_it(tmp_path: Path) -> None:
+    got = read_cluster(write(tmp_path, KUBECTL_LIST))
+    assert [n.metadata.name for n in got.nodes] == ["n1"] and got.warnings == []
+    (pod,) = got.pods
+    assert (pod.spec.priority, pod.spec.preemption_policy) == (100000, "PreemptLowerPriority")
+    assert [t.key for t in pod.spec.tolerations or ()] == ["node.kubernetes.io/not-ready"]  # none added
