@@ -23,7 +23,7 @@ from kubesched.framework.handle import Handle
 from kubesched.framework.profile import ProfileError
 from kubesched.framework.runtime import Framework
 from kubesched.http.server import HTTPServer, server_ssl_context
-from kubesched.policies import PolicyError, load, registry_for
+from kubesched.policies import PolicyError, load, needs_pods, pod_blindness, registry_for
 from kubesched.versions import REFERENCE
 
 log = logging.getLogger("kubesched.extender")
@@ -44,7 +44,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "--watch-pods",
         choices=("auto", "yes", "no"),
         default="auto",
-        help="watch pods to account usage (auto: when the policy manages resources)",
+        help="watch the cluster's pods, which plugins read (node.pods, usage, spreading); auto, the default: unless"
+        " every plugin of the policy declares reads_pods = False and it manages no resource",
     )
     serve.add_argument(
         "--reservation-ttl",
@@ -110,7 +111,10 @@ def run_serve(args: argparse.Namespace) -> int:
         raise CLIError(str(err)) from None
     except ProfileError as err:
         raise CLIError(f"policy {args.policy}: {err}") from None
-    watch_pods = args.watch_pods == "yes" or (args.watch_pods == "auto" and bool(policy.managed_resources))
+    watch_pods = args.watch_pods == "yes" or (args.watch_pods == "auto" and needs_pods(policy))
+    blind = pod_blindness(policy) if not watch_pods and not args.nodes else None
+    if blind:
+        log.warning("--watch-pods no: %s (watch them: --watch-pods auto)", blind)
     try:
         tls = (
             server_ssl_context(str(args.tls_cert), str(args.tls_key), args.client_ca and str(args.client_ca))

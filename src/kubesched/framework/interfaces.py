@@ -127,6 +127,9 @@ class Plugin:
     Args: ClassVar[type | None] = None
     # The Node fields the plugin reads; None means "any": the whole partial Node is decoded.
     node_fields: NodeFields | None = None
+    # Whether the plugin may read the pods on a node (node.pods, requested/free columns, victims). True unless
+    # declared otherwise: an extender serving only plugins that say False need not watch the cluster's pods.
+    reads_pods: ClassVar[bool] = True
 
     def __init__(self, args: Any = None, handle: Handle | None = None) -> None:
         self.args = args

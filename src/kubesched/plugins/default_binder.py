@@ -24,6 +24,7 @@ class DefaultBinder(BindPlugin):
 
     name: ClassVar[str] = "DefaultBinder"
     node_fields = NodeFields()
+    reads_pods: ClassVar[bool] = False
     binds_through_cluster: ClassVar[bool] = True
 
     async def bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 import msgspec
 import numpy as np
 
@@ -25,6 +27,7 @@ class ExtendedResourceCapacityArgs(msgspec.Struct, forbid_unknown_fields=True):
 
 class ExtendedResourceCapacity(ScorePlugin, SignPlugin):
     name = "ExtendedResourceCapacity"
+    reads_pods: ClassVar[bool] = False
     Args = ExtendedResourceCapacityArgs
 
     def __init__(self, args: ExtendedResourceCapacityArgs | None = None, handle: Handle | None = None) -> None:

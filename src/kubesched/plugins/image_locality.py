@@ -38,6 +38,7 @@ class ImageLocality(ScorePlugin, SignPlugin):
 
     name: ClassVar[str] = "ImageLocality"
     node_fields = NodeFields(images=True)
+    reads_pods: ClassVar[bool] = False
     default_weight: ClassVar[int] = 1
 
     def sign(self, pod: PodInfo) -> SignFragments:

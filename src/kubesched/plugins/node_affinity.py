@@ -85,6 +85,7 @@ class NodeAffinity(PreFilterPlugin, StaticFilterPlugin, PreScorePlugin, ScorePlu
 
     name: ClassVar[str] = "NodeAffinity"
     node_fields = NodeFields(labels=None)
+    reads_pods: ClassVar[bool] = False
     Args: ClassVar[type | None] = NodeAffinityArgs
     default_weight: ClassVar[int] = 2
 

@@ -84,6 +84,7 @@ class NodeDeclaredFeatures(PreFilterPlugin, StaticFilterPlugin, SignPlugin):
 
     name: ClassVar[str] = "NodeDeclaredFeatures"
     node_fields = NodeFields(declared_features=True)
+    reads_pods: ClassVar[bool] = False
 
     def __init__(self, args: object = None, handle: Handle | None = None) -> None:
         super().__init__(args, handle)

@@ -19,6 +19,7 @@ class NodeName(StaticFilterPlugin, SignPlugin):
 
     name: ClassVar[str] = "NodeName"
     node_fields = NodeFields()
+    reads_pods: ClassVar[bool] = False
     _status = Status.unresolvable(ERR_REASON)
 
     def events_to_register(self) -> list[ClusterEventWithHint]:

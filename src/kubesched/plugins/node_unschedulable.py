@@ -20,6 +20,7 @@ class NodeUnschedulable(StaticFilterPlugin, SignPlugin):
 
     name: ClassVar[str] = "NodeUnschedulable"
     node_fields = NodeFields(unschedulable=True)
+    reads_pods: ClassVar[bool] = False
     _status = Status.unresolvable(ERR_REASON)
 
     def events_to_register(self) -> list[ClusterEventWithHint]:

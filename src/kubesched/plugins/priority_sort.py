@@ -18,6 +18,7 @@ class PrioritySort(QueueSortPlugin):
 
     name: ClassVar[str] = "PrioritySort"
     node_fields = NodeFields()
+    reads_pods: ClassVar[bool] = False
 
     def sort_key(self, pod: PodInfo, queued_at: float) -> tuple[Any, ...]:
         return (-pod.priority, queued_at)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Hashable
+from typing import ClassVar
 
 import msgspec
 
@@ -20,6 +21,7 @@ class RequiredLabel(StaticFilterPlugin, SignPlugin):
     """Rejects nodes without the label, UnschedulableAndUnresolvable: preemption cannot add a label."""
 
     name = "RequiredLabel"
+    reads_pods: ClassVar[bool] = False
     Args = RequiredLabelArgs
 
     def __init__(self, args: RequiredLabelArgs | None = None, handle: Handle | None = None) -> None:

@@ -15,6 +15,7 @@ class SchedulingGates(PreEnqueuePlugin):
 
     name: ClassVar[str] = "SchedulingGates"
     node_fields = NodeFields()
+    reads_pods: ClassVar[bool] = False
 
     def pre_enqueue(self, pod: PodInfo) -> Status:
         gates = pod.pod.spec.scheduling_gates

@@ -35,6 +35,7 @@ class TaintToleration(StaticFilterPlugin, ScorePlugin, SignPlugin):
 
     name: ClassVar[str] = "TaintToleration"
     node_fields = NodeFields(taints=True)
+    reads_pods: ClassVar[bool] = False
     default_weight: ClassVar[int] = 3
     _status = Status.unresolvable(ERR_REASON)
 

@@ -64,6 +64,7 @@ def pv_topologies(pv: PersistentVolume) -> list[PVTopology]:
 class VolumeZone(PreFilterPlugin, FilterPlugin, SignPlugin):
     name: ClassVar[str] = "VolumeZone"
     node_fields = NodeFields(labels=None)
+    reads_pods: ClassVar[bool] = False
 
     def events_to_register(self) -> list[ClusterEventWithHint]:
         return [

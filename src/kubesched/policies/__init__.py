@@ -64,3 +64,30 @@ def registry_for(policy: Policy) -> Registry:
         if plugin.name not in registry:
             registry.register(plugin, f"policy {policy.name}")
     return registry
+
+
+def pod_readers(policy: Policy) -> list[str]:
+    """The policy's plugins that may read the pods on a node (every plugin not declaring `reads_pods = False`)."""
+    registry = registry_for(policy)
+    names = dict.fromkeys(ref.name for ref in policy.profile.plugins)
+    return [name for name in names if (cls := registry.get(name)) is None or cls.reads_pods]
+
+
+def needs_pods(policy: Policy) -> bool:
+    """Whether the extender must watch the cluster's pods to answer as kube-scheduler would (`--watch-pods auto`):
+    a plugin may read them, or the policy manages a resource (usage is counted from the pods)."""
+    return bool(policy.managed_resources) or bool(pod_readers(policy))
+
+
+def pod_blindness(policy: Policy) -> str | None:
+    """Why the policy answers wrong when the extender does not watch pods; None when it reads none."""
+    readers = pod_readers(policy)
+    managed = [r.name for r in policy.managed_resources]
+    if not (readers or managed):
+        return None
+    why = [f"plugin(s) {', '.join(readers)} may read the pods on a node"] if readers else []
+    why += [f"the usage of {', '.join(managed)} is counted from pods"] if managed else []
+    return (
+        f"policy {policy.name}: {' and '.join(why)}, but pods are not watched: only the pods the extender bound"
+        " are seen on nodes, and its answers differ from kube-scheduler's and kubesched scheduler's"
+    )
