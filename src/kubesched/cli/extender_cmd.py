@@ -22,7 +22,8 @@ from kubesched.extender.service import ExtenderService
 from kubesched.framework.handle import Handle
 from kubesched.framework.profile import ProfileError
 from kubesched.framework.runtime import Framework
-from kubesched.http.server import HTTPServer, server_ssl_context
+from kubesched.http.server import HTTPServer
+from kubesched.http.tls import ServingTLS
 from kubesched.policies import PolicyError, load, needs_pods, pod_blindness, registry_for
 from kubesched.versions import REFERENCE
 
@@ -116,12 +117,9 @@ def run_serve(args: argparse.Namespace) -> int:
     if blind:
         log.warning("--watch-pods no: %s (watch them: --watch-pods auto)", blind)
     try:
-        tls = (
-            server_ssl_context(str(args.tls_cert), str(args.tls_key), args.client_ca and str(args.client_ca))
-            if args.tls_cert
-            else None
-        )
-    except (ssl.SSLError, OSError) as err:
+        # Reloaded when the files change (a renewed certificate or client CA).
+        tls = ServingTLS(args.tls_cert, args.tls_key, args.client_ca) if args.tls_cert else None
+    except (ssl.SSLError, OSError, ValueError) as err:
         raise CLIError(f"--tls-cert/--tls-key/--client-ca: cannot load: {err}") from None
 
     async def main() -> None:
@@ -129,8 +127,11 @@ def run_serve(args: argparse.Namespace) -> int:
         ledger = Ledger(cache, ttl=args.reservation_ttl)
         service = ExtenderService(policy, framework, cache, client, ledger)
         dispatcher = Dispatcher(service, prefix=args.prefix, max_body=args.max_body_bytes)
-        server = HTTPServer(dispatcher, host, port, tls, limits)
+        server = HTTPServer(dispatcher, host, port, tls.context if tls else None, limits)
         tasks = []
+        if tls is not None:
+            dispatcher.metrics.registry.register(tls)
+            tasks.append(asyncio.create_task(tls.watch()))
         if client is not None:
             await serving.authenticate(client, log)
         if client is not None and not args.nodes:
@@ -140,6 +141,7 @@ def run_serve(args: argparse.Namespace) -> int:
         try:
             await server.start()
         except OSError as err:
+            await serving.stop_tasks(tasks)
             raise CLIError(f"--listen {args.listen}: {err.strerror or err}") from None
         scheme = "https" if tls else "http"
         log.info("serving policy %s on %s://%s:%d%s", policy.name, scheme, host, port, args.prefix)

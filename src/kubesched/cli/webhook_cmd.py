@@ -17,7 +17,8 @@ from kubesched.cluster.kubeclient import KubeClient, KubeConfigError, connect
 from kubesched.cluster.source import KubeSource
 from kubesched.config.validation import qualified_name_errors
 from kubesched.errors import CLIError
-from kubesched.http.server import HTTPServer, server_ssl_context
+from kubesched.http.server import HTTPServer
+from kubesched.http.tls import ServingTLS
 from kubesched.webhook import rules_file as webhook_config
 from kubesched.webhook.app import DEFAULT_MAX_BODY, WebhookRoutes
 from kubesched.webhook.service import AdmissionService
@@ -57,16 +58,18 @@ def managed_resources(names: list[str], flag: str = "--managed-resource") -> lis
     return list(dict.fromkeys(names))  # a repeated name is one resource, not two gauges
 
 
-def _tls(cert: Path | None, key: Path | None) -> ssl.SSLContext:
+def _tls(cert: Path | None, key: Path | None) -> ServingTLS:
     if cert is None or key is None:
         raise CLIError("the webhook serves HTTPS only: give --tls-cert and --tls-key (kubesched certs makes them)")
     for flag, path in (("--tls-cert", cert), ("--tls-key", key)):
         if not path.is_file():
             raise CLIError(f"{flag}: no such file {path}")
     try:
-        return server_ssl_context(str(cert), str(key))
-    except ssl.SSLError as err:
-        raise CLIError(f"--tls-cert/--tls-key: not a usable certificate and key: {err.reason or err}") from None
+        return ServingTLS(cert, key)  # reloaded when the files change
+    except (ssl.SSLError, ValueError) as err:
+        raise CLIError(
+            f"--tls-cert/--tls-key: not a usable certificate and key: {getattr(err, 'reason', None) or err}"
+        ) from None
 
 
 def run_serve(args: argparse.Namespace) -> int:
@@ -106,8 +109,9 @@ def run_serve(args: argparse.Namespace) -> int:
         client = KubeClient(conn) if conn else None
         service = AdmissionService(config)
         routes = WebhookRoutes(service, cache, max_body=args.max_body_bytes)
-        server = HTTPServer(routes, host, port, tls, limits)
-        tasks = []
+        server = HTTPServer(routes, host, port, tls.context, limits)
+        service.metrics.registry.register(tls)
+        tasks = [asyncio.create_task(tls.watch())]
         usage: ClusterCache | None = None
         if managed and client is not None:
             # Feasibility's cache must stay without pods: requests are counted in a cache of their own.

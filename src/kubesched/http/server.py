@@ -23,6 +23,7 @@ from http import HTTPStatus
 import httptools
 
 from kubesched.http.handler import TEXT, Body, Handler, Response
+from kubesched.http.tls import server_context
 
 log = logging.getLogger("kubesched.http")
 
@@ -346,10 +347,6 @@ class HTTPServer:
 
 
 def server_ssl_context(cert: str, key: str, client_ca: str | None = None) -> ssl.SSLContext:
-    """TLS for the server; with ``client_ca``, clients must present a certificate it signed."""
-    ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-    ctx.load_cert_chain(cert, key)
-    if client_ca:
-        ctx.load_verify_locations(client_ca)
-        ctx.verify_mode = ssl.CERT_REQUIRED
-    return ctx
+    """TLS for the server, loaded once (`kubesched.http.tls.ServingTLS` follows the files); with ``client_ca``,
+    clients must present a certificate it signed."""
+    return server_context(cert, key, client_ca)

@@ -1,0 +1,148 @@
+"""Serving TLS that follows its files: certificate, key and client CA are reloaded when they change on disk.
+
+Like kube-apiserver's dynamic serving certificates and controller-runtime's certwatcher: a renewed pair (cert-manager
+updating the mounted Secret, `kubesched certs --force`, a copy) is served by the next handshake, connections already
+open keep theirs, and a pair that does not load (half written: a certificate with the previous key) is refused,
+logged and counted, and the previous one is kept until the files change again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import ssl
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from cryptography import x509
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+
+log = logging.getLogger("kubesched.http.tls")
+
+# ECDHE key exchange with AEAD ciphers for TLS 1.2 (TLS 1.3's suites are all AEAD): Go's defaults, which
+# kube-apiserver and kube-scheduler serve with, without the CBC suites Go still keeps for old clients.
+CIPHERS = "ECDHE+AESGCM:ECDHE+CHACHA20"
+# How often the files are looked at: three stat calls. kubelet updates a mounted Secret within about a minute.
+POLL_SECONDS = 2.0
+
+
+def server_context(cert: str | Path, key: str | Path, client_ca: str | Path | None = None) -> ssl.SSLContext:
+    """TLS ≥ 1.2 with `CIPHERS`; with ``client_ca``, clients must present a certificate it signed (and only it:
+    the system's trust roots are not loaded)."""
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.minimum_version = ssl.TLSVersion.TLSv1_2
+    ctx.set_ciphers(CIPHERS)
+    ctx.load_cert_chain(cert, key)  # checks that the key is the certificate's
+    if client_ca:
+        ctx.load_verify_locations(client_ca)
+        ctx.verify_mode = ssl.CERT_REQUIRED
+    return ctx
+
+
+_Stamp = tuple[tuple[int, int, int, int] | None, ...]
+
+
+@dataclass(frozen=True)
+class _Loaded:
+    context: ssl.SSLContext
+    contents: tuple[bytes, ...]
+    serial: int
+    not_after: float  # seconds since the epoch
+
+
+class ServingTLS:
+    """A server's TLS: hand `context` to the server, run `watch()` beside it."""
+
+    def __init__(self, cert: Path, key: Path, client_ca: Path | None = None, *, interval: float = POLL_SECONDS):
+        self.paths = tuple(p for p in (cert, key, client_ca) if p is not None)
+        self.client_ca = client_ca
+        self.interval = interval
+        self.reloads = {"applied": 0, "refused": 0}
+        self._stamp = self._stat()
+        self._current = self._load()  # the first load raises: the server does not start without TLS
+        # The context the listener holds: each handshake is moved to the current one (the SNI callback runs for
+        # every ClientHello, with or without a server name), so the listener never has to be replaced.
+        self.context = self._current.context
+        self.context.sni_callback = self._select
+
+    @property
+    def serial(self) -> int:
+        """The serial number of the certificate new handshakes get."""
+        return self._current.serial
+
+    @property
+    def not_after(self) -> float:
+        return self._current.not_after
+
+    def _select(self, conn: ssl.SSLObject | ssl.SSLSocket, server_name: str | None, ctx: ssl.SSLContext) -> None:
+        current = self._current.context
+        if current is not ctx:
+            conn.context = current
+
+    def _stat(self) -> _Stamp:
+        stamps: list[tuple[int, int, int, int] | None] = []
+        for path in self.paths:
+            try:
+                st = os.stat(path)  # follows symlinks: a Secret volume swaps its ..data link
+            except OSError:
+                stamps.append(None)
+            else:
+                stamps.append((st.st_mtime_ns, st.st_size, st.st_ino, st.st_dev))
+        return tuple(stamps)
+
+    def _load(self) -> _Loaded:
+        contents = tuple(p.read_bytes() for p in self.paths)
+        ctx = server_context(self.paths[0], self.paths[1], self.client_ca)
+        cert = x509.load_pem_x509_certificate(contents[0])  # the leaf: the first block
+        return _Loaded(ctx, contents, cert.serial_number, cert.not_valid_after_utc.timestamp())
+
+    def check(self) -> bool:
+        """Reload when a file changed; whether new handshakes now get a new certificate, key or client CA."""
+        stamp = self._stat()
+        if stamp == self._stamp:
+            return False
+        self._stamp = stamp  # a failed load is retried when the files change again, not every poll
+        try:
+            if tuple(p.read_bytes() for p in self.paths) == self._current.contents:
+                return False  # touched, not changed
+            loaded = self._load()
+        except (OSError, ssl.SSLError, ValueError) as err:
+            self.reloads["refused"] += 1
+            reason = getattr(err, "reason", None) or getattr(err, "strerror", None) or err
+            log.warning(
+                "TLS files %s changed but do not load (%s): still serving certificate serial %x",
+                ", ".join(map(str, self.paths)),
+                reason,
+                self._current.serial,
+            )
+            return False
+        loaded.context.sni_callback = self._select  # unused (a swapped-in context's callback is not called)
+        self._current = loaded
+        self.reloads["applied"] += 1
+        log.info("TLS reloaded from %s: serving certificate serial %x", self.paths[0], loaded.serial)
+        return True
+
+    async def watch(self) -> None:
+        """Check the files every `interval` seconds, until cancelled."""
+        while True:
+            await asyncio.sleep(self.interval)
+            self.check()
+
+    def collect(self) -> Iterator[Metric]:
+        """The serving certificate's expiry and the reloads (a prometheus_client collector)."""
+        yield GaugeMetricFamily(
+            "kubesched_serving_certificate_expiration_timestamp_seconds",
+            "When the certificate new TLS handshakes get expires (notAfter), in seconds since the epoch.",
+            value=self._current.not_after,
+        )
+        reloads = CounterMetricFamily(
+            "kubesched_serving_certificate_reloads",
+            "Changes of the TLS files: applied (served from the next handshake) or refused (they did not load;"
+            " the previous certificate is still served).",
+            labels=["result"],
+        )
+        for result, n in self.reloads.items():
+            reloads.add_metric([result], n)
+        yield reloads
