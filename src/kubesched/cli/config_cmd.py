@@ -28,6 +28,7 @@ from kubesched.config.render import Format, dump, render_config, render_legacy_p
 from kubesched.config.validation import collect_warnings, validate
 from kubesched.errors import CLIError, FieldError
 from kubesched.scheduler.profiles.manager import PluginSource
+from kubesched.versions import Release
 
 
 class _ManagedResourceLike(Protocol):
@@ -114,7 +115,7 @@ def _register_extender(sub: argparse._SubParsersAction[argparse.ArgumentParser])
 
 def run(args: argparse.Namespace) -> int:
     if args.config_command == "validate":
-        return _run_validate(str(args.file), kube_version.release(args).minor)
+        return _run_validate(str(args.file), kube_version.release(args))
     return _run_extender(args)
 
 
@@ -170,7 +171,7 @@ def _run_extender(args: argparse.Namespace) -> int:
     return 0
 
 
-def _run_validate(file: str, version: str) -> int:
+def _run_validate(file: str, release: Release) -> int:
     try:
         text = sys.stdin.read() if file == "-" else Path(file).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as err:
@@ -180,7 +181,7 @@ def _run_validate(file: str, version: str) -> int:
         return _validate_legacy(file, doc, problems)
     # A KubeSchedulerConfiguration: the one validator, as `scheduler run --config` uses it.
     base = Path.cwd() if file == "-" else Path(file).parent
-    verdict = validate_text(text, PluginSource(), version=version, base=base)
+    verdict = validate_text(text, PluginSource(), release=release, base=base)
     notes = [FieldError(u.path, u.message + " (`kubesched scheduler run` refuses it)") for u in verdict.unrunnable]
     model = read_document(doc)[0] if verdict.config is not None else None
     warnings = [*(collect_warnings(model) if model is not None else []), *verdict.warnings, *notes]

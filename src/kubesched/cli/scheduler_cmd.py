@@ -181,13 +181,13 @@ def read_config(
     `kubesched` profile (kube-scheduler serves default-scheduler); the leader-election flags laid over it.
     ``plugins``: where its plugins come from (default: as --plugins-from says)."""
     profile = LIVE_DEFAULT_PROFILE if live else None
-    version = config_version(args)
+    release = config_release(args)
     plugins = plugins or PluginSource(installed_only=image_only(args))
     # Not built here: the caller builds it (`builder`) with the same PluginSource.build, hence the same problems.
     if path is None:
-        verdict = validate_configuration(default_configuration(profile), plugins, version=version, build=False)
+        verdict = validate_configuration(default_configuration(profile), plugins, release=release, build=False)
     else:
-        verdict = validate_file(path, plugins, version=version, default_profile=profile, build=False)
+        verdict = validate_file(path, plugins, release=release, default_profile=profile, build=False)
     if verdict.config is None:
         raise ConfigError(verdict.refusals)
     config, errors = verdict.config, verdict.refusals
@@ -203,10 +203,10 @@ def read_config(
     return config, errors
 
 
-def config_version(args: argparse.Namespace | None) -> str:
+def config_release(args: argparse.Namespace | None) -> Release:
     """The kube-scheduler release whose configuration rules apply (``--kubernetes-version`` where it exists)."""
     chosen = kube_version.selected(args) if args is not None else None
-    return (chosen or REFERENCE).minor
+    return chosen or REFERENCE
 
 
 def builder(
