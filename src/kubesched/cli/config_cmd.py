@@ -12,19 +12,19 @@ from typing import Protocol
 from kubesched.cli import kube_version
 from kubesched.config.check import validate_text
 from kubesched.config.duration import Duration
-from kubesched.config.model import (
+from kubesched.config.parse import read_document, read_text
+from kubesched.config.render import Format, dump, render_config, render_legacy_policy, unreserved_note
+from kubesched.config.v1 import (
     DEFAULT_SCHEDULER_NAME,
     LEGACY_KIND,
     Extender,
-    LeaderElection,
+    LeaderElectionV1,
     LegacyPolicy,
     ManagedResource,
-    Profile,
-    SchedulerConfig,
+    ProfileV1,
+    SchedulerConfigV1,
     TLSConfig,
 )
-from kubesched.config.parse import read_document, read_text
-from kubesched.config.render import Format, dump, render_config, render_legacy_policy, unreserved_note
 from kubesched.config.validation import collect_warnings, validate
 from kubesched.errors import CLIError, FieldError
 from kubesched.scheduler.profiles.manager import PluginSource
@@ -139,7 +139,7 @@ def _run_extender(args: argparse.Namespace) -> int:
         managed_resources=resources + tuple(_managed_resource(v) for v in args.managed_resource),
         ignorable=args.ignorable,
     )
-    model: SchedulerConfig | LegacyPolicy
+    model: SchedulerConfigV1 | LegacyPolicy
     if args.legacy_policy:
         # Before 1.23 these were kube-scheduler command-line flags, not part of the Policy file.
         scheduler_flags = ("scheduler_name", "leader_elect", "lease_name", "lease_namespace", "kubeconfig")
@@ -148,9 +148,9 @@ def _run_extender(args: argparse.Namespace) -> int:
             raise CLIError(f"{', '.join(given)}: a legacy Policy has no such field; pass them as kube-scheduler flags")
         model = LegacyPolicy(extenders=(extender,))
     else:
-        model = SchedulerConfig(
+        model = SchedulerConfigV1(
             extenders=(extender,),
-            profiles=tuple(Profile(n) for n in args.scheduler_name or [DEFAULT_SCHEDULER_NAME]),
+            profiles=tuple(ProfileV1(n) for n in args.scheduler_name or [DEFAULT_SCHEDULER_NAME]),
             leader_election=_leader_election(args),
             kubeconfig=args.kubeconfig or "",
         )
@@ -273,10 +273,10 @@ def _read_pem(flag: str, path: str) -> bytes:
         raise CLIError(f"{flag} {path}: {err.strerror or err}") from err
 
 
-def _leader_election(args: argparse.Namespace) -> LeaderElection | None:
+def _leader_election(args: argparse.Namespace) -> LeaderElectionV1 | None:
     if args.leader_elect is None and not args.lease_name and not args.lease_namespace:
         return None
-    return LeaderElection(
+    return LeaderElectionV1(
         leader_elect=True if args.leader_elect is None else bool(args.leader_elect),
         resource_name=args.lease_name or "",
         resource_namespace=args.lease_namespace or "",

@@ -20,12 +20,11 @@ from typing import Any
 
 from kubesched.config.argspec import duplicate, invalid
 from kubesched.config.duration import Duration
-from kubesched.config.errors import ConfigParseError
-from kubesched.config.model import DEFAULT_SCHEDULER_NAME, Extender, LegacyPolicy, SchedulerConfig
 from kubesched.config.parse import DOCUMENT, read_document, read_text
 from kubesched.config.pluginargs import validate_args
+from kubesched.config.v1 import DEFAULT_SCHEDULER_NAME, Extender, LegacyPolicy, SchedulerConfigV1
 from kubesched.config.validation import OURS, validate
-from kubesched.errors import FieldError, child, index
+from kubesched.errors import ConfigurationError, FieldError, child, index
 from kubesched.framework.profile import ALL, MULTI_POINT, PluginRef, PluginSet, ProfileConfig
 from kubesched.versions import REFERENCE, REMOVED_PLUGINS, Release
 
@@ -35,10 +34,6 @@ DEFAULT_LEASE_NAMESPACE = "kube-system"
 # The profile of a live scheduler whose configuration names none: never kube-scheduler's default-scheduler,
 # which the cluster's own scheduler serves (both would bind the same pods).
 LIVE_DEFAULT_PROFILE = "kubesched"
-
-
-class ConfigError(ConfigParseError):
-    """A configuration that cannot be used; `errors` has every problem with its field path."""
 
 
 @dataclass(frozen=True)
@@ -55,6 +50,8 @@ class LeaderElectionConfig:
 
 @dataclass(frozen=True)
 class SchedulerConfiguration:
+    """What the scheduler runs from: a `SchedulerConfigV1` document read, defaulted and checked (`read`)."""
+
     profiles: tuple[ProfileConfig, ...] = (ProfileConfig(DEFAULT_SCHEDULER_NAME),)
     extenders: tuple[Extender, ...] = ()
     percentage_of_nodes_to_score: int = 0
@@ -74,10 +71,10 @@ class SchedulerConfiguration:
 
 
 def load_file(path: Path, *, release: Release = REFERENCE) -> SchedulerConfiguration:
-    """Read and check a configuration file; ConfigError lists every problem."""
+    """Read and check a configuration file; ConfigurationError lists every problem."""
     config, errors = read_file(path, release=release)
     if errors or config is None:
-        raise ConfigError(errors)
+        raise ConfigurationError(errors=errors)
     return config
 
 
@@ -111,7 +108,7 @@ def parse(doc: object, base: Path | None = None, *, release: Release = REFERENCE
     """The configuration in ``doc``; relative file paths in `pluginModules` are taken from ``base``."""
     config, errors = read(doc, base, release=release)
     if errors or config is None:
-        raise ConfigError(errors)
+        raise ConfigurationError(errors=errors)
     return config
 
 
@@ -170,7 +167,7 @@ def _number(extra: Mapping[str, object], key: str, default: int) -> int:
 
 
 def _convert(
-    model: SchedulerConfig, modules: tuple[str, ...], errors: list[FieldError], rel: Release
+    model: SchedulerConfigV1, modules: tuple[str, ...], errors: list[FieldError], rel: Release
 ) -> SchedulerConfiguration:
     profiles = tuple(
         _profile(p.scheduler_name, p.extra, index("profiles", i), errors, rel) for i, p in enumerate(model.profiles)
@@ -199,7 +196,7 @@ def _convert(
     )
 
 
-def _leader_election(model: SchedulerConfig, errors: list[FieldError]) -> LeaderElectionConfig:
+def _leader_election(model: SchedulerConfigV1, errors: list[FieldError]) -> LeaderElectionConfig:
     le = model.leader_election
     if le is None:
         return LeaderElectionConfig()
