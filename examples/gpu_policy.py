@@ -18,7 +18,6 @@ class GpuModel(plugin.NodeFilterPlugin, plugin.SignPlugin):
 
     name = "GpuModel"
     node_fields = plugin.NodeFields(labels=frozenset({MODEL}))  # the extender decodes only this label
-    events = frozenset({"NodeAdd", "NodeUpdate"})  # a pod it rejected is retried when a node comes or changes
 
     def filter_node(self, state, pod, node):
         wanted = (pod.pod.metadata.annotations or {}).get(MODEL)
@@ -27,6 +26,10 @@ class GpuModel(plugin.NodeFilterPlugin, plugin.SignPlugin):
         if (node.node.metadata.labels or {}).get(MODEL) == wanted:
             return plugin.SUCCESS
         return plugin.Status.unresolvable(f"node(s) didn't have GPU model {wanted}")
+
+    def events_to_register(self):
+        # A pod it rejected is retried when a node comes or changes and now has the model (its own verdict).
+        return [plugin.ClusterEventWithHint(plugin.NODE_CHANGE, self.passes_node)]
 
     def sign(self, pod):
         return (("gpu-model", (pod.pod.metadata.annotations or {}).get(MODEL)),)

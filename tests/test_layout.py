@@ -1,4 +1,5 @@
-"""tests/unit mirrors src/kubesched: one folder per package, loose files only for root-level modules.
+"""tests/unit mirrors src/kubesched: one folder per package, loose files only for root-level modules; and no
+module of src/kubesched is over 450 lines.
 
 A test is found where its code lives: the tests of `kubesched.scheduler.engine.queue` are in
 `tests/unit/scheduler/engine/`, those of `kubesched.pki` in `tests/unit/test_pki.py`.
@@ -61,3 +62,23 @@ def test_the_check_catches_a_misplaced_file(tmp_path: Path, files: list[str], ex
         (tmp_path / made).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / made).touch()
     assert misplaced(tmp_path / "unit", src) == expected
+
+
+MAX_LINES = 450  # docs/architecture.md, "Tests": a module past it is split along a seam, not squeezed
+
+
+def oversized(src: Path, limit: int = MAX_LINES) -> list[str]:
+    """Every module of ``src`` longer than ``limit`` lines, with its length."""
+    lengths = {p: len(p.read_text().splitlines()) for p in sorted(src.rglob("*.py"))}
+    return [f"{p.relative_to(src)}: {n} lines" for p, n in lengths.items() if n > limit]
+
+
+def test_no_module_is_over_450_lines() -> None:
+    assert oversized(SRC) == []
+
+
+def test_the_size_check_catches_a_long_module(tmp_path: Path) -> None:
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "long.py").write_text("x = 1\n" * 451)
+    (tmp_path / "short.py").write_text("x = 1\n" * 450)
+    assert oversized(tmp_path) == ["pkg/long.py: 451 lines"]

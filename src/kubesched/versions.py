@@ -3,8 +3,9 @@
 The reference (`KUBERNETES_VERSION`, v1.37.2) is what a command follows when nothing selects another; v1.35.4
 stays supported. A command selects a release with `--kubernetes-version` (`parse_release`), or from a connected API
 server's /version (`for_server`, the nearest supported one). Semantics that differ are fields of `Release`, read
-where they matter (the default profile, NodeResourcesBalancedAllocation's score, the kube-scheduler image, the
-configuration's extension points); nothing else branches on a version string. Each field names its upstream source.
+where they matter (the default profile, NodeResourcesBalancedAllocation's score, the kube-scheduler image, what a
+KubeSchedulerConfiguration may say: its extension points, in-tree plugins and the gates that change plugin args);
+nothing else branches on a version string. Each field names its upstream source.
 """
 
 from __future__ import annotations
@@ -67,6 +68,37 @@ POD_GROUP_POINTS: tuple[str, ...] = ("placementGenerate", "placementScore", "pod
 # The `plugins` fields of a v1.35 profile.
 _EXTENSION_POINTS_1_35: tuple[str, ...] = (*EXTENSION_POINTS, "multiPoint")
 
+# kube-scheduler's in-tree registry (pkg/scheduler/framework/plugins/registry.go): the names a configuration may
+# enable, whether kubesched has them or not.
+_IN_TREE_1_35: frozenset[str] = frozenset(
+    (
+        "PrioritySort",
+        "DefaultBinder",
+        "DefaultPreemption",
+        "DynamicResources",
+        "GangScheduling",
+        "ImageLocality",
+        "InterPodAffinity",
+        "NodeAffinity",
+        "NodeDeclaredFeatures",
+        "NodeName",
+        "NodePorts",
+        "NodeResourcesBalancedAllocation",
+        "NodeResourcesFit",
+        "NodeUnschedulable",
+        "NodeVolumeLimits",
+        "PodTopologySpread",
+        "SchedulingGates",
+        "TaintToleration",
+        "VolumeBinding",
+        "VolumeRestrictions",
+        "VolumeZone",
+    )
+)
+_IN_TREE_1_37 = _IN_TREE_1_35 | {"DeferredPodScheduling", "TopologyPlacementGenerator", "PodGroupPodsCount"}
+# Plugins the v1 configuration refuses outright, in every release (validation.go invalidPluginsByVersion).
+REMOVED_PLUGINS = ("AzureDiskLimits", "CinderLimits", "EBSLimits", "GCEPDLimits")
+
 
 @dataclass(frozen=True)
 class Release:
@@ -74,8 +106,11 @@ class Release:
 
     version: str  # "1.37.2"
     default_plugins: tuple[tuple[str, int], ...]
-    # The `plugins` fields a profile may set (v1.37 adds the pod-group points; v1.35 refuses them as unknown).
+    # The `plugins` fields a profile may set, multiPoint included (kube-scheduler/config/v1/types.go; v1.37 adds
+    # the pod-group points, v1.35 refuses them as unknown).
     extension_points: tuple[str, ...]
+    # The plugins of kube-scheduler's in-tree registry: names a configuration may enable.
+    in_tree_plugins: frozenset[str]
     # NodeResourcesBalancedAllocation scores the change the pod makes to the node's balance (v1.37,
     # noderesources/balanced_allocation.go balancedResourceScorer), not the balance with the pod alone (v1.35).
     balanced_allocation_scores_improvement: bool
@@ -92,6 +127,13 @@ class Release:
     # The NodeDeclaredFeatures gate (pkg/features/kube_features.go): alpha and off in v1.35 (the plugin, enabled
     # by hand, skips every pod), GA in v1.37 (in the default profile).
     node_declared_features: bool = True
+    # Default-on gates that change what plugin args may say (pkg/features/kube_features.go, config/v1 validation):
+    # VolumeBinding's `shape` needs StorageCapacityScoring (beta, on in v1.37; alpha, off in v1.35), DynamicResources'
+    # bindingTimeout needs DRADeviceBindingConditions and DRAResourceClaimDeviceStatus (v1.37), and v1.37's
+    # NodeResourcesFit checks that type RequestedToCapacityRatio sets requestedToCapacityRatio (only it may).
+    storage_capacity_scoring: bool = True
+    dra_binding_timeout: bool = True
+    fit_strategy_shape_rules: bool = True
 
     @property
     def minor(self) -> str:
@@ -108,17 +150,22 @@ RELEASES: tuple[Release, ...] = (
         version="1.35.4",
         default_plugins=_DEFAULT_PLUGINS_1_35,
         extension_points=_EXTENSION_POINTS_1_35,
+        in_tree_plugins=_IN_TREE_1_35,
         balanced_allocation_scores_improvement=False,
         image_locality_counts_image_volumes=False,
         feature_gates=(("OpportunisticBatching", True, False),),
         dra_post_filter_names_no_claims=True,
         preemption_success_says_where=False,
         node_declared_features=False,
+        storage_capacity_scoring=False,
+        dra_binding_timeout=False,
+        fit_strategy_shape_rules=False,
     ),
     Release(
         version="1.37.2",
         default_plugins=_DEFAULT_PLUGINS_1_37,
         extension_points=(*_EXTENSION_POINTS_1_35, *POD_GROUP_POINTS),
+        in_tree_plugins=_IN_TREE_1_37,
         balanced_allocation_scores_improvement=True,
         image_locality_counts_image_volumes=True,
         feature_gates=(("OpportunisticBatching", True, False),),

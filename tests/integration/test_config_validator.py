@@ -104,6 +104,6 @@ def test_kubesched_refuses_what_kube_scheduler_refuses(
         reason = ""
     except SchedulerConfigError as err:
         reason = str(err)
-    verdict = validate_file(path, PluginSource(entry_points=lambda: ()), version=kubernetes_version.minor)
+    verdict = validate_file(path, PluginSource(entry_points=lambda: ()), release=kubernetes_version)
     ours = "\n".join(str(e) for e in verdict.errors)
     assert bool(ours) == bool(reason), f"kube-scheduler: {reason or 'accepts'}\nkubesched: {ours or 'accepts'}"

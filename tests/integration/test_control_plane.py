@@ -18,8 +18,8 @@ from typing import Any
 
 import pytest
 
+from kubesched.cluster.kubeclient import APIError
 from kubesched.testing import build
-from kubesched.testing.adminapi import ApiError
 from kubesched.testing.builders import pod_manifest
 from kubesched.testing.controlplane import ControlPlane
 from kubesched.testing.kubeconfig import client_from_kubeconfig
@@ -85,7 +85,7 @@ def test_node_status_is_stored(control_plane: ControlPlane) -> None:
         assert [t["key"] for t in got["spec"]["taints"]] == ["dedicated"]
     finally:
         control_plane.delete_node(name)
-    with pytest.raises(ApiError) as err:
+    with pytest.raises(APIError) as err:
         control_plane.api("GET", f"/api/v1/nodes/{name}")
     assert err.value.status == 404
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from kubesched.testing.adminapi import ApiError
+from kubesched.cluster.kubeclient import APIError
 from kubesched.testing.controlplane import ControlPlane
 from kubesched.testing.faultproxy import FaultProxy
 from kubesched.testing.waiting import wait_until
@@ -67,7 +67,7 @@ def huge_pod(cp: ControlPlane, ns: str, name: str) -> str:
         pod["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "10m", RES: form}, "limits": {RES: form}}
         try:
             cp.api("POST", f"/api/v1/namespaces/{ns}/pods", pod)
-        except ApiError as err:
+        except APIError as err:
             refused.append((form, str(err.body.get("message") if isinstance(err.body, dict) else err.body)[:200]))
             continue
         print(f"\nRELIABILITY extender: API server refused {refused or 'nothing'}; pod requests {RES}: {form}")

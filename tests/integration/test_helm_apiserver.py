@@ -21,7 +21,7 @@ import pytest
 import yaml
 
 from kubesched.cli.main import main
-from kubesched.testing.adminapi import ApiError
+from kubesched.cluster.kubeclient import APIError
 from kubesched.testing.controlplane import ControlPlane
 from kubesched.testing.waiting import wait_until
 from tests.integration.test_scheduler_e2e import SchedulerProcess
@@ -84,7 +84,7 @@ class Release:
     def get(self, obj: Obj) -> Obj | None:
         try:
             return self.cp.api("GET", self.path(obj))
-        except ApiError as err:
+        except APIError as err:
             if err.status == 404:
                 return None
             raise
@@ -270,7 +270,7 @@ def test_two_scheduler_replicas_elect_one_leader_with_the_charts_config_and_rbac
         for proc in processes:
             proc.stop()
         release.helm_run("upgrade", "kubesched", str(CHART), values=VALUES)
-        with contextlib.suppress(ApiError):
+        with contextlib.suppress(APIError):
             cp.api("DELETE", f"/apis/coordination.k8s.io/v1/namespaces/{NS}/leases/{name}")
 
 
@@ -346,7 +346,7 @@ def test_two_kube_scheduler_replicas_of_extender_mode_elect_one_leader(release: 
         for sched in started:
             sched.stop()
         release.helm_run("upgrade", "kubesched", str(CHART), values=VALUES)
-        with contextlib.suppress(ApiError):
+        with contextlib.suppress(APIError):
             cp.api("DELETE", f"/apis/coordination.k8s.io/v1/namespaces/{NS}/leases/{name}")
 
 
@@ -376,7 +376,7 @@ def test_where_the_operator_api_is_served_the_monitoring_objects_are_installed(r
         cp.api("POST", crds, _crd(kind))
 
     def served() -> bool:
-        with contextlib.suppress(ApiError):
+        with contextlib.suppress(APIError):
             kinds = {r["kind"] for r in cp.api("GET", "/apis/monitoring.coreos.com/v1")["resources"]}
             return {"ServiceMonitor", "PrometheusRule"} <= kinds
         return False

@@ -25,8 +25,8 @@ import yaml
 
 from kubesched.cli import manifests_cmd
 from kubesched.cli.main import build_parser
+from kubesched.cluster.kubeclient import APIError
 from kubesched.deploy import extender, render, scheduler
-from kubesched.testing.adminapi import ApiError
 from kubesched.testing.controlplane import ControlPlane
 from kubesched.testing.process import free_port
 from kubesched.testing.waiting import wait_until
@@ -90,7 +90,7 @@ class Cluster:
         path = f"{collection}/{obj['metadata']['name']}"
         try:
             self.cp.api("POST", collection, obj)
-        except ApiError as err:
+        except APIError as err:
             if err.status != 409:
                 raise
             current = self.cp.api("GET", path)
@@ -123,7 +123,7 @@ def cluster(control_plane: ControlPlane) -> Iterator[Cluster]:
     finally:
         for path in reversed(c.created):
             if "/namespaces/" + NS + "/" not in path:
-                with contextlib.suppress(ApiError):
+                with contextlib.suppress(APIError):
                     control_plane.api("DELETE", path)
         control_plane.delete_namespace(NS)
 
@@ -281,7 +281,7 @@ def test_the_kubesched_scheduler_runs_with_the_rendered_config_and_rbac(
 def _get(cp: ControlPlane, path: str) -> Obj | None:
     try:
         found: Obj = cp.api("GET", path)
-    except ApiError as err:
+    except APIError as err:
         if err.status == 404:
             return None
         raise

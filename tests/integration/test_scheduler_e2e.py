@@ -19,7 +19,7 @@ import httpx
 import pytest
 import yaml
 
-from kubesched.testing.adminapi import ApiError
+from kubesched.cluster.kubeclient import APIError
 from kubesched.testing.builders import pod_manifest
 from kubesched.testing.controlplane import ControlPlane
 from kubesched.testing.process import free_port
@@ -392,7 +392,7 @@ def priority_classes(cp: ControlPlane, run: Run, values: dict[str, int]) -> Iter
         yield names
     finally:
         for name in names.values():
-            with contextlib.suppress(ApiError):
+            with contextlib.suppress(APIError):
                 cp.api("DELETE", f"/apis/scheduling.k8s.io/v1/priorityclasses/{name}")
 
 
@@ -401,7 +401,7 @@ def act_as_kubelet(cp: ControlPlane, ns: str) -> list[str]:
     done = []
     for item in cp.api("GET", f"/api/v1/namespaces/{ns}/pods")["items"]:
         if item["metadata"].get("deletionTimestamp"):
-            with contextlib.suppress(ApiError):
+            with contextlib.suppress(APIError):
                 cp.api(
                     "DELETE",
                     f"/api/v1/namespaces/{ns}/pods/{item['metadata']['name']}",

@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
+from kubesched.cluster.kubeclient import APIError
 from kubesched.plugins import in_tree
-from kubesched.testing.adminapi import ApiError
 from kubesched.testing.controlplane import ControlPlane
 from kubesched.testing.faultproxy import FaultProxy
 from kubesched.testing.waiting import wait_until
@@ -59,7 +59,7 @@ def cluster_scoped(cp: ControlPlane, *objects: tuple[str, dict[str, Any]]) -> It
         yield
     finally:
         for path in made:
-            with contextlib.suppress(ApiError):
+            with contextlib.suppress(APIError):
                 cp.api("DELETE", path)
 
 

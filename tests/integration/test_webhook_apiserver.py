@@ -18,7 +18,7 @@ from typing import Any
 import httpx
 import pytest
 
-from kubesched.testing.adminapi import ApiError
+from kubesched.cluster.kubeclient import APIError
 from kubesched.testing.builders import pod_manifest
 from kubesched.testing.controlplane import ControlPlane
 from kubesched.testing.waiting import wait_until
@@ -82,7 +82,7 @@ def register(cp: ControlPlane, kind: str, name: str, hooks: list[dict[str, Any]]
     def delete() -> None:
         try:
             cp.api("DELETE", f"{path}/{name}")
-        except ApiError as err:
+        except APIError as err:
             if err.status != 404:
                 raise
 
@@ -98,7 +98,7 @@ def denied(cp: ControlPlane, ns: str, body: dict[str, Any]) -> str | None:
     """The API server's message when a dry-run create is refused, else None."""
     try:
         create(cp, ns, body, dry_run=True)
-    except ApiError as err:
+    except APIError as err:
         return str(err.body.get("message", err.body)) if isinstance(err.body, dict) else str(err.body)
     return None
 
@@ -161,7 +161,7 @@ def ns(control_plane: ControlPlane, kube_namespace: str, webhook: Webhook) -> st
 
 
 def test_denies_a_pod_without_the_label_its_scheduler_needs(control_plane: ControlPlane, ns: str) -> None:
-    with pytest.raises(ApiError) as err:
+    with pytest.raises(APIError) as err:
         create(control_plane, ns, pod("unlabelled", schedulerName=SCHEDULER))
     assert err.value.status == 403
     assert err.value.body["reason"] == "Forbidden"
@@ -210,7 +210,7 @@ def test_warns_about_pods_that_can_never_fit(control_plane: ControlPlane, ns: st
 def test_denies_pods_that_can_never_fit(control_plane: ControlPlane, ns: str) -> None:
     huge = pod("huge", labels={"custom": "x"}, schedulerName=SCHEDULER)
     huge["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "1000"}}
-    with pytest.raises(ApiError) as err:
+    with pytest.raises(APIError) as err:
         create(control_plane, ns, huge)
     message = err.value.body["message"]
     assert err.value.status == 403
@@ -257,7 +257,7 @@ def test_failure_policy_with_the_webhook_down(control_plane: ControlPlane, kube_
         assert denied(cp, outside_ns, violating) is None
         assert server.stop() == 0
 
-        with pytest.raises(ApiError) as err:  # Fail: nothing gets in while the webhook is down
+        with pytest.raises(APIError) as err:  # Fail: nothing gets in while the webhook is down
             create(cp, fail_ns, pod("any", labels={"custom": "x"}))
         assert err.value.status == 500
         assert 'failed calling webhook "fail.kubesched.io"' in err.value.body["message"]

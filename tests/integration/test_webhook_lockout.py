@@ -20,8 +20,8 @@ import pytest
 
 from kubesched.cli import manifests_cmd
 from kubesched.cli.main import build_parser
+from kubesched.cluster.kubeclient import APIError
 from kubesched.deploy import render, webhook
-from kubesched.testing.adminapi import ApiError
 from kubesched.testing.controlplane import ControlPlane
 
 pytestmark = pytest.mark.controlplane
@@ -59,7 +59,7 @@ def installed(control_plane: ControlPlane, tmp_path_factory: pytest.TempPathFact
         yield objects
     finally:
         for path in created:  # the webhook configurations first: nothing else may be judged by them afterwards
-            with contextlib.suppress(ApiError):
+            with contextlib.suppress(APIError):
                 control_plane.api("DELETE", path)
         control_plane.delete_namespace(RELEASE)
 
@@ -80,7 +80,7 @@ def _create(cp: ControlPlane, namespace: str, pod: Obj) -> str | None:
     """None when the pod is created, else the API server's message."""
     try:
         cp.api("POST", f"/api/v1/namespaces/{namespace}/pods", pod)
-    except ApiError as err:
+    except APIError as err:
         return str(err.body.get("message")) if isinstance(err.body, dict) else str(err.body)
     return None
 

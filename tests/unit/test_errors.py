@@ -41,12 +41,9 @@ def test_every_exception_class_derives_from_kubesched_error() -> None:
 def test_branches_stay_what_callers_catch() -> None:
     from kubesched.cluster.credentials import CredentialError
     from kubesched.cluster.http1 import AnswerLost
-    from kubesched.config.profiles import ConfigError
     from kubesched.framework.guard import FrameworkError
-    from kubesched.framework.profile import ProfileError
 
-    assert issubclass(ConfigError, ConfigurationError) and issubclass(ConfigError, ValueError)
-    assert issubclass(ProfileError, ConfigurationError)
+    assert issubclass(ConfigurationError, ValueError)
     assert issubclass(AnswerLost, TransportError) and issubclass(AnswerLost, OSError)
     assert issubclass(CredentialError, ClusterError) and issubclass(CredentialError, OSError)
     assert issubclass(FrameworkError, PluginError) and issubclass(FrameworkError, RuntimeError)
@@ -59,3 +56,21 @@ def test_a_configuration_error_carries_its_field_errors() -> None:
     err = ConfigurationError("", errors)
     assert err.errors == tuple(errors)
     assert str(err) == "profiles[0].plugins.bind: at least one bind plugin is needed\na: b: c"
+
+
+def test_a_scheduler_configuration_that_cannot_be_used_raises_configuration_error_itself() -> None:
+    """One class for it (reading, checking, building a profile): no ConfigError/ConfigParseError/ProfileError beside
+    it. The subclasses left are about other inputs: a kubeconfig, a cluster file, the deployment's options, the
+    webhook's rules, the harness's kube-scheduler file."""
+    subclasses = {
+        f"{cls.__module__}.{cls.__qualname__}"
+        for cls in defined_exceptions()
+        if issubclass(cls, ConfigurationError) and cls is not ConfigurationError
+    }
+    assert subclasses == {
+        "kubesched.cluster.files.ClusterFileError",
+        "kubesched.cluster.kubeconfig.KubeConfigError",
+        "kubesched.deploy.plan.DeployError",
+        "kubesched.testing.scheduler.SchedulerConfigError",
+        "kubesched.webhook.rules_file.WebhookConfigError",
+    }

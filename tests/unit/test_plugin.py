@@ -8,19 +8,39 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+import pytest
+
 from kubesched import plugin
+from kubesched.errors import PluginError
+from kubesched.scheduler.profiles.manager import load_registry
 
 EXPORTED = [
+    "CLAIM_CHANGE",
+    "CLASS_CHANGE",
     "MAX_NODE_SCORE",
     "MIN_NODE_SCORE",
+    "NODE_ADD",
+    "NODE_CHANGE",
+    "NODE_UPDATE",
+    "POD_ADD",
+    "POD_CHANGE",
+    "POD_DELETE",
+    "POD_UPDATE",
     "SKIP",
+    "SLICE_CHANGE",
     "SUCCESS",
+    "ActionType",
+    "AlreadyAssignedError",
     "BindPlugin",
+    "BindingUnknownError",
     "BoolColumn",
     "ClusterAPI",
     "ClusterAPIError",
+    "ClusterEvent",
+    "ClusterEventWithHint",
     "Code",
     "CycleState",
+    "EventResource",
     "FilterPlugin",
     "Handle",
     "IntColumn",
@@ -48,6 +68,7 @@ EXPORTED = [
     "PreemptHook",
     "ProfileSpec",
     "QueueSortPlugin",
+    "QueueingHintFn",
     "Registry",
     "ReservePlugin",
     "Rows",
@@ -58,7 +79,6 @@ EXPORTED = [
     "Status",
     "Verdicts",
     "default_normalize_score",
-    "table_of",
 ]
 SOURCE = Path(plugin.__file__)
 
@@ -99,3 +119,42 @@ def test_the_names_are_the_framework_s_own_objects() -> None:
     assert plugin.Policy is policy.Policy
     assert plugin.ProfileSpec is profile.ProfileSpec
     assert plugin.default_normalize_score is normalize.default_normalize_score
+
+
+def test_the_event_vocabulary_and_the_binder_errors_are_the_ones_the_queue_and_binder_read() -> None:
+    from kubesched.framework import events, handle
+
+    assert plugin.ClusterEventWithHint is events.ClusterEventWithHint
+    assert plugin.NODE_CHANGE.atoms() == [plugin.NODE_ADD, plugin.NODE_UPDATE]
+    assert plugin.ClusterEvent(plugin.EventResource.ASSIGNED_POD, plugin.ActionType.ALL) == plugin.POD_CHANGE
+    assert plugin.BindingUnknownError is handle.BindingUnknownError
+    assert issubclass(plugin.AlreadyAssignedError, plugin.ClusterAPIError)
+
+
+OLD_SPELLINGS = {
+    "events": '    events = frozenset({"NodeAdd", "PodDelete"})\n',
+    "queueing_hint": "    def queueing_hint(self, pod, event, other):\n        return True\n",
+}
+
+
+@pytest.mark.parametrize("old", OLD_SPELLINGS)
+def test_an_old_event_spelling_fails_loudly_when_its_module_is_loaded(old: str, tmp_path: Path) -> None:
+    """docs/plugins.md once taught an `events` attribute and a `queueing_hint` method that nothing reads: such
+    a plugin declared no events and was requeued on every one, silently. Now its module does not load."""
+    source = "from kubesched import plugin\n\n\nclass Old(plugin.NodeFilterPlugin):\n    name = 'Old'\n"
+    (tmp_path / "old.py").write_text(source + OLD_SPELLINGS[old])
+    registry, errors = load_registry([f"{tmp_path / 'old.py'}:Old"])
+    assert "Old" not in registry
+    (error,) = errors
+    assert error.path == "pluginModules[0]"
+    assert f"failed: PluginError: plugin class Old: `{old}` is not read by kubesched" in error.message
+    assert "events_to_register" in error.message
+
+
+def test_an_old_spelling_from_a_mixin_is_refused_too() -> None:
+    class Hints:
+        def queueing_hint(self, pod: object, event: object, other: object) -> bool:
+            return True
+
+    with pytest.raises(PluginError, match="`queueing_hint` is not read by kubesched"):
+        type("Mixed", (Hints, plugin.NodeFilterPlugin), {"name": "Mixed"})

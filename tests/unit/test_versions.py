@@ -65,3 +65,13 @@ def test_the_table_differs_where_upstream_does() -> None:
         "placementScore",
         "podGroupPostFilter",
     }
+    # What a configuration may say (config/check.py, config/pluginargs.py read these; there is no other table).
+    assert new.in_tree_plugins - old.in_tree_plugins == {
+        "DeferredPodScheduling",
+        "TopologyPlacementGenerator",
+        "PodGroupPodsCount",
+    }
+    assert {n for n, _ in new.default_plugins} <= new.in_tree_plugins
+    assert "multiPoint" in old.extension_points and "multiPoint" in new.extension_points
+    gates = ("storage_capacity_scoring", "dra_binding_timeout", "fit_strategy_shape_rules")
+    assert [getattr(old, g) for g in gates] == [False] * 3 and [getattr(new, g) for g in gates] == [True] * 3

@@ -12,22 +12,23 @@ from typing import Protocol
 from kubesched.cli import kube_version
 from kubesched.config.check import validate_text
 from kubesched.config.duration import Duration
-from kubesched.config.model import (
+from kubesched.config.parse import read_document, read_text
+from kubesched.config.render import Format, dump, render_config, render_legacy_policy, unreserved_note
+from kubesched.config.v1 import (
     DEFAULT_SCHEDULER_NAME,
     LEGACY_KIND,
     Extender,
-    LeaderElection,
+    LeaderElectionV1,
     LegacyPolicy,
     ManagedResource,
-    Profile,
-    SchedulerConfig,
+    ProfileV1,
+    SchedulerConfigV1,
     TLSConfig,
 )
-from kubesched.config.parse import read_document, read_text
-from kubesched.config.render import Format, dump, render_config, render_legacy_policy, unreserved_note
 from kubesched.config.validation import collect_warnings, validate
 from kubesched.errors import CLIError, FieldError
 from kubesched.scheduler.profiles.manager import PluginSource
+from kubesched.versions import Release
 
 
 class _ManagedResourceLike(Protocol):
@@ -114,7 +115,7 @@ def _register_extender(sub: argparse._SubParsersAction[argparse.ArgumentParser])
 
 def run(args: argparse.Namespace) -> int:
     if args.config_command == "validate":
-        return _run_validate(str(args.file), kube_version.release(args).minor)
+        return _run_validate(str(args.file), kube_version.release(args))
     return _run_extender(args)
 
 
@@ -138,7 +139,7 @@ def _run_extender(args: argparse.Namespace) -> int:
         managed_resources=resources + tuple(_managed_resource(v) for v in args.managed_resource),
         ignorable=args.ignorable,
     )
-    model: SchedulerConfig | LegacyPolicy
+    model: SchedulerConfigV1 | LegacyPolicy
     if args.legacy_policy:
         # Before 1.23 these were kube-scheduler command-line flags, not part of the Policy file.
         scheduler_flags = ("scheduler_name", "leader_elect", "lease_name", "lease_namespace", "kubeconfig")
@@ -147,9 +148,9 @@ def _run_extender(args: argparse.Namespace) -> int:
             raise CLIError(f"{', '.join(given)}: a legacy Policy has no such field; pass them as kube-scheduler flags")
         model = LegacyPolicy(extenders=(extender,))
     else:
-        model = SchedulerConfig(
+        model = SchedulerConfigV1(
             extenders=(extender,),
-            profiles=tuple(Profile(n) for n in args.scheduler_name or [DEFAULT_SCHEDULER_NAME]),
+            profiles=tuple(ProfileV1(n) for n in args.scheduler_name or [DEFAULT_SCHEDULER_NAME]),
             leader_election=_leader_election(args),
             kubeconfig=args.kubeconfig or "",
         )
@@ -170,7 +171,7 @@ def _run_extender(args: argparse.Namespace) -> int:
     return 0
 
 
-def _run_validate(file: str, version: str) -> int:
+def _run_validate(file: str, release: Release) -> int:
     try:
         text = sys.stdin.read() if file == "-" else Path(file).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as err:
@@ -180,7 +181,7 @@ def _run_validate(file: str, version: str) -> int:
         return _validate_legacy(file, doc, problems)
     # A KubeSchedulerConfiguration: the one validator, as `scheduler run --config` uses it.
     base = Path.cwd() if file == "-" else Path(file).parent
-    verdict = validate_text(text, PluginSource(), version=version, base=base)
+    verdict = validate_text(text, PluginSource(), release=release, base=base)
     notes = [FieldError(u.path, u.message + " (`kubesched scheduler run` refuses it)") for u in verdict.unrunnable]
     model = read_document(doc)[0] if verdict.config is not None else None
     warnings = [*(collect_warnings(model) if model is not None else []), *verdict.warnings, *notes]
@@ -272,10 +273,10 @@ def _read_pem(flag: str, path: str) -> bytes:
         raise CLIError(f"{flag} {path}: {err.strerror or err}") from err
 
 
-def _leader_election(args: argparse.Namespace) -> LeaderElection | None:
+def _leader_election(args: argparse.Namespace) -> LeaderElectionV1 | None:
     if args.leader_elect is None and not args.lease_name and not args.lease_namespace:
         return None
-    return LeaderElection(
+    return LeaderElectionV1(
         leader_elect=True if args.leader_elect is None else bool(args.leader_elect),
         resource_name=args.lease_name or "",
         resource_namespace=args.lease_namespace or "",

@@ -17,9 +17,9 @@ from typing import Any, TextIO
 
 from kubesched.cli import kube_version, tables
 from kubesched.cli.dev_cluster_progress import Progress
+from kubesched.cluster.kubeclient import APIError
 from kubesched.errors import CLIError
 from kubesched.testing import build, devcluster
-from kubesched.testing.adminapi import ApiError
 from kubesched.testing.controlplane import ControlPlane
 from kubesched.testing.nodes_file import FileNode, NodesFileError, load_nodes_file
 from kubesched.testing.process import ProcessError
@@ -244,7 +244,7 @@ class _Cluster:
             with tables.progress("restarting kube-scheduler"):
                 origin = request.get("configSource") or (str(sched.config_path) if sched else None)
                 sched = self.plane.reconfigure_scheduler(SCHEDULER, config, origin=origin)
-        except (SchedulerConfigError, ProcessError, ApiError, TimeoutError, OSError) as err:
+        except (SchedulerConfigError, ProcessError, APIError, TimeoutError, OSError) as err:
             self.say(f"restart-scheduler refused: {err}")
             self.publish()
             return {"ok": False, "error": str(err), "state": self.state()}
@@ -279,7 +279,7 @@ def _up(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         print(f"{PREFIX} stopped", file=cluster.out, flush=True)
         return 0
-    except (ProcessError, ApiError, TimeoutError, build.BuildError) as err:
+    except (ProcessError, APIError, TimeoutError, build.BuildError) as err:
         raise CLIError(str(err)) from None
 
 
@@ -301,7 +301,7 @@ def _bring_up(
         for node in from_file:
             try:
                 plane.create_node_object(node.manifest, node.status)
-            except ApiError as err:
+            except APIError as err:
                 where = f"{path}: {node.path or 'the node'} ({node.name})"
                 # The file is wrong, not the cluster: its logs are no help (unless --keep asks for them).
                 plane.keep_logs = cluster.keep
@@ -314,7 +314,7 @@ def _bring_up(
     print(f"export KUBECONFIG={plane.admin_kubeconfig}", file=cluster.out, flush=True)
 
 
-def _message(err: ApiError) -> str:
+def _message(err: APIError) -> str:
     return str(err.body.get("message", err.body)) if isinstance(err.body, dict) else str(err.body)
 
 

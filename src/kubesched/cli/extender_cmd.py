@@ -16,11 +16,10 @@ from kubesched.cluster.files import ClusterFileError, load_into
 from kubesched.cluster.kubeclient import KubeClient, KubeConfigError, connect
 from kubesched.cluster.ledger import DEFAULT_TTL, Ledger
 from kubesched.cluster.source import KubeSource
-from kubesched.errors import CLIError
+from kubesched.errors import CLIError, ConfigurationError
 from kubesched.extender.app import DEFAULT_MAX_BODY, Dispatcher
 from kubesched.extender.service import ExtenderService
 from kubesched.framework.handle import Handle
-from kubesched.framework.profile import ProfileError
 from kubesched.framework.runtime import Framework
 from kubesched.http.server import HTTPServer
 from kubesched.http.tls import ServingTLS
@@ -110,7 +109,7 @@ def run_serve(args: argparse.Namespace) -> int:
         framework = Framework.build(policy.profile, registry, handle, path="policy.")
     except PolicyError as err:
         raise CLIError(str(err)) from None
-    except ProfileError as err:
+    except ConfigurationError as err:
         raise CLIError(f"policy {args.policy}: {err}") from None
     watch_pods = args.watch_pods == "yes" or (args.watch_pods == "auto" and needs_pods(policy))
     blind = pod_blindness(policy) if not watch_pods and not args.nodes else None

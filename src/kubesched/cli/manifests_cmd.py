@@ -19,7 +19,7 @@ from kubesched.cli.certs_cmd import service_names
 from kubesched.cli.manifests_scheduler import scheduler_plan
 from kubesched.cli.webhook_cmd import managed_resources
 from kubesched.cluster.cache import ClusterCache
-from kubesched.config.model import ManagedResource
+from kubesched.config.v1 import ManagedResource
 from kubesched.deploy import extender, helm_values, render, scheduler, webhook
 from kubesched.deploy.plan import (
     DEFAULT_EXCLUDED,

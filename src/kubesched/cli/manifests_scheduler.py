@@ -13,13 +13,11 @@ from pathlib import Path
 from typing import Any
 
 from kubesched.cli.scheduler_cmd import builder, config_problem, read_config
-from kubesched.config.errors import ConfigParseError
-from kubesched.config.model import DEFAULT_SCHEDULER_NAME
 from kubesched.config.parse import load_text
-from kubesched.config.profiles import ConfigError
+from kubesched.config.v1 import DEFAULT_SCHEDULER_NAME
 from kubesched.deploy import scheduler
 from kubesched.deploy.plan import SchedulerPlan
-from kubesched.errors import CLIError
+from kubesched.errors import CLIError, ConfigurationError
 from kubesched.framework.interfaces import Handle
 from kubesched.scheduler.profiles.manager import PluginSource
 
@@ -37,11 +35,11 @@ def scheduler_plan(args: argparse.Namespace, scheduler_name: str, namespace: str
         # as far as that allows, and the scheduler checks the rest when it starts.
         config, errors = read_config(path, live=True, plugins=PluginSource(import_modules=args.load_plugins))
         if errors:
-            raise ConfigError(errors)
+            raise ConfigurationError(errors=errors)
         if args.load_plugins:
             builder(config, errors)(Handle)  # every profile built once: the plugins' own args checks
         doc = load_text(path.read_text(encoding="utf-8"))
-    except ConfigParseError as err:
+    except ConfigurationError as err:
         raise config_problem(err, path) from None
     except (OSError, UnicodeDecodeError) as err:
         raise CLIError(f"--config: cannot read {path}: {err}") from None

@@ -7,8 +7,8 @@ import json
 from pathlib import Path
 
 from kubesched.cli import tables
-from kubesched.config.profiles import ConfigError, load_file
-from kubesched.errors import CLIError
+from kubesched.config.profiles import load_file
+from kubesched.errors import CLIError, ConfigurationError
 from kubesched.scheduler.profiles.manager import describe, load_registry
 
 PLUGINS_FROM = ("files", "image")
@@ -47,7 +47,7 @@ def run_list(args: argparse.Namespace) -> int:
     if args.config is not None:
         try:
             modules = load_file(args.config).plugin_modules
-        except ConfigError as err:
+        except ConfigurationError as err:
             raise CLIError(f"{args.config}: " + "; ".join(str(e) for e in err.errors)) from None
     registry, errors = load_registry(modules)
     rows = describe(registry)

@@ -20,15 +20,13 @@ from kubesched.cluster.resources import ResourceObjects
 from kubesched.cluster.storage import volume_objects
 from kubesched.config.check import validate_configuration, validate_file
 from kubesched.config.duration import Duration
-from kubesched.config.errors import ConfigParseError
 from kubesched.config.profiles import (
     LIVE_DEFAULT_PROFILE,
-    ConfigError,
     LeaderElectionConfig,
     SchedulerConfiguration,
     default_configuration,
 )
-from kubesched.errors import CLIError, FieldError
+from kubesched.errors import CLIError, ConfigurationError, FieldError
 from kubesched.framework.interfaces import Handle
 from kubesched.scheduler.engine.queue import ManualClock
 from kubesched.scheduler.engine.scheduler import Scheduler
@@ -149,7 +147,7 @@ def leader_election(args: argparse.Namespace, le: LeaderElectionConfig) -> Leade
     }
     out = dataclasses.replace(le, **{k: v for k, v in given.items() if v is not None})
     if out.leader_elect:
-        # client-go's leaderelection.NewLeaderElector rules, over the values in force (ConfigError: a reload
+        # client-go's leaderelection.NewLeaderElector rules, over the values in force (ConfigurationError: a reload
         # of the file that breaks them is refused as any invalid configuration is).
         problems = []
         if min(out.lease_duration, out.renew_deadline, out.retry_period) <= 0:
@@ -159,11 +157,13 @@ def leader_election(args: argparse.Namespace, le: LeaderElectionConfig) -> Leade
         if out.renew_deadline <= 1.2 * out.retry_period:
             problems.append("renewDeadline must be greater than 1.2 × retryPeriod")
         if problems:
-            raise ConfigError([FieldError("leaderElection (file and --leader-elect-* flags)", p) for p in problems])
+            raise ConfigurationError(
+                errors=[FieldError("leaderElection (file and --leader-elect-* flags)", p) for p in problems]
+            )
     return out
 
 
-def config_problem(err: ConfigParseError, path: Path | None) -> CLIError:
+def config_problem(err: ConfigurationError, path: Path | None) -> CLIError:
     # The words of `config validate`, which runs the same validator.
     count = f"{len(err.errors)} problem" + ("s" if len(err.errors) != 1 else "")
     lines = "\n".join(f"  {e}" for e in err.errors)
@@ -181,32 +181,32 @@ def read_config(
     `kubesched` profile (kube-scheduler serves default-scheduler); the leader-election flags laid over it.
     ``plugins``: where its plugins come from (default: as --plugins-from says)."""
     profile = LIVE_DEFAULT_PROFILE if live else None
-    version = config_version(args)
+    release = config_release(args)
     plugins = plugins or PluginSource(installed_only=image_only(args))
     # Not built here: the caller builds it (`builder`) with the same PluginSource.build, hence the same problems.
     if path is None:
-        verdict = validate_configuration(default_configuration(profile), plugins, version=version, build=False)
+        verdict = validate_configuration(default_configuration(profile), plugins, release=release, build=False)
     else:
-        verdict = validate_file(path, plugins, version=version, default_profile=profile, build=False)
+        verdict = validate_file(path, plugins, release=release, default_profile=profile, build=False)
     if verdict.config is None:
-        raise ConfigError(verdict.refusals)
+        raise ConfigurationError(errors=verdict.refusals)
     config, errors = verdict.config, verdict.refusals
     for w in verdict.warnings:
         log.warning("configuration: %s", w)
     if args is not None:
         try:
             le = leader_election(args, config.leader_election)
-        except ConfigError as err:
+        except ConfigurationError as err:
             errors = [*errors, *err.errors]
         else:
             config = dataclasses.replace(config, leader_election=le)
     return config, errors
 
 
-def config_version(args: argparse.Namespace | None) -> str:
+def config_release(args: argparse.Namespace | None) -> Release:
     """The kube-scheduler release whose configuration rules apply (``--kubernetes-version`` where it exists)."""
     chosen = kube_version.selected(args) if args is not None else None
-    return (chosen or REFERENCE).minor
+    return chosen or REFERENCE
 
 
 def builder(
@@ -217,11 +217,12 @@ def builder(
 ) -> Callable[[Callable[[str], Handle]], Built]:
     """How to build a configuration as read: its plugins loaded (user modules imported; with ``installed_only``,
     --plugins-from image, only installed ones) and every profile built with the handles the caller gives, with
-    ``release``'s default plugins and semantics; ConfigError lists ``errors`` and every problem building finds."""
+    ``release``'s default plugins and semantics; ConfigurationError lists ``errors`` and every problem building
+    finds."""
 
     def build(make_handle: Callable[[str], Handle]) -> Built:
         if errors:  # the validator's verdict; building then would only repeat it in other words
-            raise ConfigError(errors)
+            raise ConfigurationError(errors=errors)
         registry, load_errors = load_registry(config.plugin_modules, installed_only=installed_only)
         return build_profiles(config, registry, make_handle, load_errors, release)
 
@@ -263,15 +264,15 @@ def run_scheduler(args: argparse.Namespace) -> int:
     try:
         config, errors = read_config(args.config, live=args.cluster is None, args=args)
         if errors:
-            raise ConfigError(errors)
-    except ConfigError as err:
+            raise ConfigurationError(errors=errors)
+    except ConfigurationError as err:
         raise config_problem(err, args.config) from None
     try:
         if args.cluster is not None:
             return run_in_memory(args, config)
         logs.setup(args.log_level, args.log_format, args.v)
         return run_live(args, config)
-    except ConfigError as err:
+    except ConfigurationError as err:
         raise config_problem(err, args.config) from None
 
 

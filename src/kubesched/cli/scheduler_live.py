@@ -29,7 +29,8 @@ from kubesched.cluster.resources import ResourceObjects
 from kubesched.cluster.source import scheduler_source, watch_resources
 from kubesched.cluster.volumes import VolumeObjects
 from kubesched.cluster.workloads import Workloads
-from kubesched.config.profiles import ConfigError, SchedulerConfiguration
+from kubesched.config.profiles import SchedulerConfiguration
+from kubesched.errors import ConfigurationError
 from kubesched.framework.interfaces import Handle
 from kubesched.http.server import HTTPServer
 from kubesched.scheduler.engine.scheduler import Scheduler
@@ -98,7 +99,7 @@ async def serve(options: LiveOptions) -> int:
     resources = ResourceObjects(served=False)
     resources.writer = backend.reserve_claim
     try:
-        # The one build of the configuration (ConfigError: the command reports every problem, exit 2).
+        # The one build of the configuration (ConfigurationError: the command reports every problem, exit 2).
         scheduler = Scheduler(
             cache,
             backend,
@@ -110,7 +111,7 @@ async def serve(options: LiveOptions) -> int:
             resources=resources,
         )
         resources.on_change = scheduler.resources_changed
-    except ConfigError:
+    except ConfigurationError:
         await close_clients()
         raise
     try:
@@ -146,7 +147,7 @@ async def serve(options: LiveOptions) -> int:
         def build() -> Built:
             try:
                 return rebuild(scheduler.make_handle)
-            except ConfigError:
+            except ConfigurationError:
                 scheduler.metrics.reloads.labels("refused").inc()
                 raise
 

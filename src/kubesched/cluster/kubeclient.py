@@ -38,13 +38,21 @@ __all__ = [
 
 
 class APIError(ClusterError):
-    """A non-2xx answer of the API server."""
+    """A non-2xx answer of the API server: the one class for it, whoever asked (this client, the reflector, the
+    test harness's admin calls). ``request`` (``"POST /api/v1/nodes"``) and ``body`` (the decoded answer, a
+    Status object as a dict, or its text) are given by callers that keep them (`testing.adminapi`).
 
-    def __init__(self, status: int, message: str, reason: str = "") -> None:
-        super().__init__(f"{status} {reason}: {message}" if reason else f"{status}: {message}")
+    Not `ClusterAPIError` (`kubesched.plugin`): that is what a `ClusterAPI` call raises to plugins and the
+    scheduler, from the API server or the in-memory cluster alike."""
+
+    def __init__(self, status: int, message: str, reason: str = "", *, request: str = "", body: Any = None) -> None:
+        answer = f"{status} {reason}: {message}" if reason else f"{status}: {message}"
+        super().__init__(f"{request} -> {answer}" if request else answer)
         self.status = status
         self.reason = reason
         self.message = message
+        self.request = request
+        self.body = body
 
     @property
     def assigned_node(self) -> str | None:

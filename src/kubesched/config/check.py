@@ -1,6 +1,6 @@
 """The one validator of a KubeSchedulerConfiguration: `kubesched config validate` and `scheduler run` both call it.
 
-kube-scheduler's strict decoding and rules for the selected release (`config/upstream.py`), then ours:
+kube-scheduler's strict decoding and rules for the selected release (`kubesched.versions.Release`), then ours:
 `pluginModules` are loaded and their plugins count as known names, and every profile is built once, so a
 plugin's own args checks run too. The verdict separates what kube-scheduler itself refuses (`errors`, field
 paths and wording as kube-scheduler's), what only kubesched's scheduler cannot run (`unrunnable`: a
@@ -17,10 +17,10 @@ from typing import Protocol
 
 from kubesched.config.parse import read_text
 from kubesched.config.profiles import SchedulerConfiguration, read, read_file
-from kubesched.config.upstream import REFERENCE, Release, release
 from kubesched.errors import NOT_IMPLEMENTED, FieldError, child, index
 from kubesched.framework.profile import EXTENSION_POINTS, MULTI_POINT, PluginSet, ProfileConfig
 from kubesched.framework.registry import Registry, did_you_mean
+from kubesched.versions import REFERENCE, Release
 
 
 class PluginSource(Protocol):
@@ -63,32 +63,34 @@ def validate_file(
     path: Path,
     plugins: PluginSource,
     *,
-    version: str = REFERENCE,
+    release: Release = REFERENCE,
     default_profile: str | None = None,
     build: bool = True,
 ) -> Verdict:
-    """Validate the configuration file at ``path`` for kube-scheduler ``version`` ("1.35", "1.37").
+    """Validate the configuration file at ``path`` for the kube-scheduler ``release``.
 
     ``build=False`` leaves the last step, building every profile, to a caller that builds it anyway (the
     scheduler, with its own handles): the same `PluginSource.build` then reports the same problems."""
-    config, errors = read_file(path, default_profile=default_profile, version=version)
-    return _finish(config, errors, plugins, release(version), build)
+    config, errors = read_file(path, default_profile=default_profile, release=release)
+    return _finish(config, errors, plugins, release, build)
 
 
-def validate_text(text: str, plugins: PluginSource, *, version: str = REFERENCE, base: Path | None = None) -> Verdict:
+def validate_text(
+    text: str, plugins: PluginSource, *, release: Release = REFERENCE, base: Path | None = None
+) -> Verdict:
     """Validate a configuration given as YAML or JSON text (relative `pluginModules` files are taken from ``base``)."""
     doc, yaml_errors = read_text(text)
     if doc is None and yaml_errors:
         return Verdict(None, tuple(yaml_errors))
-    config, errors = read(doc, base, version=version)
-    return _finish(config, [*yaml_errors, *errors], plugins, release(version), True)
+    config, errors = read(doc, base, release=release)
+    return _finish(config, [*yaml_errors, *errors], plugins, release, True)
 
 
 def validate_configuration(
-    config: SchedulerConfiguration, plugins: PluginSource, *, version: str = REFERENCE, build: bool = True
+    config: SchedulerConfiguration, plugins: PluginSource, *, release: Release = REFERENCE, build: bool = True
 ) -> Verdict:
     """Validate a configuration already read (the default one, or one with flags laid over it)."""
-    return _finish(config, [], plugins, release(version), build)
+    return _finish(config, [], plugins, release, build)
 
 
 def _finish(
@@ -103,7 +105,7 @@ def _finish(
     errors += _queue_sort(config.profiles) if config.profiles_named else []
     registry, load_errors = plugins.load(config.plugin_modules)
     errors += load_errors
-    known = set(registry) | rel.plugins
+    known = set(registry) | rel.in_tree_plugins
     unrunnable: list[FieldError] = []
     warnings: list[FieldError] = []
     # pluginModules not imported: a name the registry lacks may be theirs; said, not refused, and nothing is built.

@@ -15,21 +15,20 @@ from collections.abc import Callable, Mapping, Sequence
 
 from kubesched.config import yamlin
 from kubesched.config.duration import Duration
-from kubesched.config.errors import ConfigParseError
-from kubesched.config.model import (
+from kubesched.config.v1 import (
     API_VERSION,
     KIND,
     LEGACY_API_VERSIONS,
     LEGACY_KIND,
     Extender,
-    LeaderElection,
+    LeaderElectionV1,
     LegacyPolicy,
     ManagedResource,
-    Profile,
-    SchedulerConfig,
+    ProfileV1,
+    SchedulerConfigV1,
     TLSConfig,
 )
-from kubesched.errors import FieldError, child, index
+from kubesched.errors import ConfigurationError, FieldError, child, index
 
 DOCUMENT = yamlin.DOCUMENT
 _Check = Callable[[object], str | None]
@@ -196,10 +195,10 @@ def _unknown_field_message(name: str, known: Sequence[str], by_folded: Mapping[s
 
 
 def load_text(text: str) -> object:
-    """Parse YAML or JSON text (JSON is read as YAML); any problem, a duplicate key too, is a ConfigParseError."""
+    """Parse YAML or JSON text (JSON is read as YAML); any problem, a duplicate key too, is a ConfigurationError."""
     doc, errors = read_text(text)
     if errors:
-        raise ConfigParseError(errors)
+        raise ConfigurationError(errors=errors)
     return doc
 
 
@@ -208,15 +207,15 @@ def read_text(text: str) -> tuple[object, list[FieldError]]:
     return yamlin.load(text)
 
 
-def parse_document(doc: object) -> SchedulerConfig | LegacyPolicy:
-    """The model for `doc`, or ConfigParseError listing every problem."""
+def parse_document(doc: object) -> SchedulerConfigV1 | LegacyPolicy:
+    """The model for `doc`, or ConfigurationError listing every problem."""
     model, errors = read_document(doc)
     if errors or model is None:
-        raise ConfigParseError(errors)
+        raise ConfigurationError(errors=errors)
     return model
 
 
-def read_document(doc: object) -> tuple[SchedulerConfig | LegacyPolicy | None, list[FieldError]]:
+def read_document(doc: object) -> tuple[SchedulerConfigV1 | LegacyPolicy | None, list[FieldError]]:
     """Best effort: a model (bad fields left at their zero values) plus every problem found."""
     errors: list[FieldError] = []
     if not isinstance(doc, Mapping):
@@ -246,21 +245,21 @@ def _top_keys() -> tuple[str, ...]:
     return ("apiVersion", "kind", "leaderElection", "clientConnection", "profiles", "extenders", *_TOP_EXTRA)
 
 
-def _config(r: _Reader) -> SchedulerConfig:
+def _config(r: _Reader) -> SchedulerConfigV1:
     leader = r.mapping(
         "leaderElection", ("leaderElect", "resourceLock", "resourceName", "resourceNamespace", *_LEADER_EXTRA)
     )
     client = r.mapping("clientConnection", ("kubeconfig", *_CLIENT_EXTRA))
     profiles = tuple(
-        Profile(p.string("schedulerName"), p.extra(_PROFILE_EXTRA)) if p else Profile("")
+        ProfileV1(p.string("schedulerName"), p.extra(_PROFILE_EXTRA)) if p else ProfileV1("")
         for p in r.items("profiles", ("schedulerName", *_PROFILE_EXTRA))
     )
-    return SchedulerConfig(
+    return SchedulerConfigV1(
         extenders=_extenders(r),
         profiles=profiles,
         leader_election=None
         if leader is None
-        else LeaderElection(
+        else LeaderElectionV1(
             # Upstream defaults leaderElect to true when it is left out.
             leader_elect=leader.boolean("leaderElect", default=True),
             resource_name=leader.string("resourceName"),

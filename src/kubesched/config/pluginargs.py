@@ -16,8 +16,8 @@ from typing import Any
 
 from kubesched.config.argspec import ARGS, TYPE_META, decode, duplicate, forbidden, invalid, required, unsupported
 from kubesched.config.duration import Duration
-from kubesched.config.upstream import Release
 from kubesched.errors import FieldError, child, index
+from kubesched.versions import Release
 
 _LABEL_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
 _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")

@@ -20,14 +20,13 @@ from typing import Any
 
 from kubesched.config.argspec import duplicate, invalid
 from kubesched.config.duration import Duration
-from kubesched.config.errors import ConfigParseError
-from kubesched.config.model import DEFAULT_SCHEDULER_NAME, Extender, LegacyPolicy, SchedulerConfig
 from kubesched.config.parse import DOCUMENT, read_document, read_text
 from kubesched.config.pluginargs import validate_args
-from kubesched.config.upstream import REFERENCE, REMOVED_PLUGINS, Release, release
+from kubesched.config.v1 import DEFAULT_SCHEDULER_NAME, Extender, LegacyPolicy, SchedulerConfigV1
 from kubesched.config.validation import OURS, validate
-from kubesched.errors import FieldError, child, index
+from kubesched.errors import ConfigurationError, FieldError, child, index
 from kubesched.framework.profile import ALL, MULTI_POINT, PluginRef, PluginSet, ProfileConfig
+from kubesched.versions import REFERENCE, REMOVED_PLUGINS, Release
 
 # Our own lease, so we never take kube-scheduler's (kube-system/kube-scheduler).
 DEFAULT_LEASE_NAME = "kubesched-scheduler"
@@ -35,10 +34,6 @@ DEFAULT_LEASE_NAMESPACE = "kube-system"
 # The profile of a live scheduler whose configuration names none: never kube-scheduler's default-scheduler,
 # which the cluster's own scheduler serves (both would bind the same pods).
 LIVE_DEFAULT_PROFILE = "kubesched"
-
-
-class ConfigError(ConfigParseError):
-    """A configuration that cannot be used; `errors` has every problem with its field path."""
 
 
 @dataclass(frozen=True)
@@ -55,6 +50,8 @@ class LeaderElectionConfig:
 
 @dataclass(frozen=True)
 class SchedulerConfiguration:
+    """What the scheduler runs from: a `SchedulerConfigV1` document read, defaulted and checked (`read`)."""
+
     profiles: tuple[ProfileConfig, ...] = (ProfileConfig(DEFAULT_SCHEDULER_NAME),)
     extenders: tuple[Extender, ...] = ()
     percentage_of_nodes_to_score: int = 0
@@ -73,16 +70,16 @@ class SchedulerConfiguration:
         return tuple(r.name for e in self.extenders for r in e.managed_resources if r.ignored_by_scheduler)
 
 
-def load_file(path: Path, *, version: str = REFERENCE) -> SchedulerConfiguration:
-    """Read and check a configuration file; ConfigError lists every problem."""
-    config, errors = read_file(path, version=version)
+def load_file(path: Path, *, release: Release = REFERENCE) -> SchedulerConfiguration:
+    """Read and check a configuration file; ConfigurationError lists every problem."""
+    config, errors = read_file(path, release=release)
     if errors or config is None:
-        raise ConfigError(errors)
+        raise ConfigurationError(errors=errors)
     return config
 
 
 def read_file(
-    path: Path, *, default_profile: str | None = None, version: str = REFERENCE
+    path: Path, *, default_profile: str | None = None, release: Release = REFERENCE
 ) -> tuple[SchedulerConfiguration | None, list[FieldError]]:
     """Best effort: the configuration (None if unreadable) and every problem found in it.
 
@@ -95,7 +92,7 @@ def read_file(
     doc, yaml_errors = read_text(text)
     if doc is None and yaml_errors:
         return None, yaml_errors
-    config, errors = read(doc, base=path.parent, version=version)
+    config, errors = read(doc, base=path.parent, release=release)
     errors = [*yaml_errors, *errors]
     if config is not None and default_profile and not config.profiles_named:
         config = dataclasses.replace(config, profiles=(ProfileConfig(default_profile),))
@@ -107,21 +104,21 @@ def default_configuration(profile: str | None = None) -> SchedulerConfiguration:
     return SchedulerConfiguration(profiles=(ProfileConfig(profile),)) if profile else SchedulerConfiguration()
 
 
-def parse(doc: object, base: Path | None = None, *, version: str = REFERENCE) -> SchedulerConfiguration:
+def parse(doc: object, base: Path | None = None, *, release: Release = REFERENCE) -> SchedulerConfiguration:
     """The configuration in ``doc``; relative file paths in `pluginModules` are taken from ``base``."""
-    config, errors = read(doc, base, version=version)
+    config, errors = read(doc, base, release=release)
     if errors or config is None:
-        raise ConfigError(errors)
+        raise ConfigurationError(errors=errors)
     return config
 
 
 def read(
-    doc: object, base: Path | None = None, *, version: str = REFERENCE
+    doc: object, base: Path | None = None, *, release: Release = REFERENCE
 ) -> tuple[SchedulerConfiguration | None, list[FieldError]]:
     """Best effort: the configuration (bad values left as given or defaulted) and every problem found.
 
-    ``version``: the kube-scheduler release whose configuration API and rules apply ("1.35", "1.37")."""
-    rel = release(version)
+    ``release``: the kube-scheduler release whose configuration API and rules apply."""
+    rel = release
     errors: list[FieldError] = []
     modules: tuple[str, ...] = ()
     if isinstance(doc, Mapping) and "pluginModules" in doc:
@@ -170,7 +167,7 @@ def _number(extra: Mapping[str, object], key: str, default: int) -> int:
 
 
 def _convert(
-    model: SchedulerConfig, modules: tuple[str, ...], errors: list[FieldError], rel: Release
+    model: SchedulerConfigV1, modules: tuple[str, ...], errors: list[FieldError], rel: Release
 ) -> SchedulerConfiguration:
     profiles = tuple(
         _profile(p.scheduler_name, p.extra, index("profiles", i), errors, rel) for i, p in enumerate(model.profiles)
@@ -199,7 +196,7 @@ def _convert(
     )
 
 
-def _leader_election(model: SchedulerConfig, errors: list[FieldError]) -> LeaderElectionConfig:
+def _leader_election(model: SchedulerConfigV1, errors: list[FieldError]) -> LeaderElectionConfig:
     le = model.leader_election
     if le is None:
         return LeaderElectionConfig()
@@ -236,7 +233,7 @@ def _profile(
     plugins: dict[str, PluginSet] = {}
     raw_plugins = extra.get("plugins")
     if isinstance(raw_plugins, Mapping):
-        known = (MULTI_POINT, *rel.extension_points)
+        known = (MULTI_POINT, *(p for p in rel.extension_points if p != MULTI_POINT))
         for point, value in raw_plugins.items():
             at = child(child(path, "plugins"), str(point))
             if point not in known:
@@ -289,7 +286,7 @@ _REMOVED = 'was invalid in version "v1" (KubeSchedulerConfiguration is version "
 
 def _unknown_point(point: str, known: tuple[str, ...], rel: Release) -> str:
     if point in ("placementGenerate", "placementScore", "podGroupPostFilter"):
-        return f"unknown field; {point} is an extension point of kube-scheduler 1.37, not of {rel.version}"
+        return f"unknown field; {point} is an extension point of kube-scheduler 1.37, not of {rel.minor}"
     close = [k for k in known if k.lower() == point.lower()] or difflib.get_close_matches(point, known, n=1)
     return f"unknown field; did you mean {close[0]!r}?" if close else f"unknown field; known: {', '.join(known)}"
 

@@ -11,13 +11,13 @@ import json
 from collections.abc import Sequence
 from typing import Literal
 
-from kubesched.config.model import (
+from kubesched.config.v1 import (
     API_VERSION,
     KIND,
     LEGACY_KIND,
     Extender,
-    LeaderElection,
-    SchedulerConfig,
+    LeaderElectionV1,
+    SchedulerConfigV1,
     TLSConfig,
 )
 from kubesched.config.validation import unreserved_message, unreserved_resources
@@ -26,7 +26,7 @@ from kubesched.config.yamlout import dump_yaml
 Format = Literal["yaml", "json"]
 
 
-def render_config(config: SchedulerConfig) -> dict[str, object]:
+def render_config(config: SchedulerConfigV1) -> dict[str, object]:
     """The `KubeSchedulerConfiguration` document for `config`."""
     doc: dict[str, object] = {"apiVersion": API_VERSION, "kind": KIND}
     if config.leader_election is not None:
@@ -106,7 +106,7 @@ def dump(doc: object, fmt: Format = "yaml") -> str:
     return dump_yaml(doc)
 
 
-def _leader_election(le: LeaderElection) -> dict[str, object]:
+def _leader_election(le: LeaderElectionV1) -> dict[str, object]:
     out: dict[str, object] = {"leaderElect": le.leader_elect}
     out.update(le.extra)
     _put(out, "resourceLock", le.resource_lock)

@@ -12,7 +12,7 @@ import re
 from collections.abc import Sequence
 from urllib.parse import urlsplit
 
-from kubesched.config.model import Extender, LegacyPolicy, SchedulerConfig
+from kubesched.config.v1 import Extender, LegacyPolicy, SchedulerConfigV1
 from kubesched.errors import FieldError, child, index
 
 OURS = " (kubesched check; kube-scheduler itself accepts this)"
@@ -31,10 +31,10 @@ def _q(value: str) -> str:
     return json.dumps(value)
 
 
-def validate(model: SchedulerConfig | LegacyPolicy) -> list[FieldError]:
+def validate(model: SchedulerConfigV1 | LegacyPolicy) -> list[FieldError]:
     """Every error in a configuration or a legacy Policy (empty when it is valid)."""
     errors = validate_extenders(model.extenders)
-    if isinstance(model, SchedulerConfig):
+    if isinstance(model, SchedulerConfigV1):
         errors += _validate_profiles(model)
         errors += _validate_leader_election(model)
         errors += _validate_scalars(model)
@@ -173,7 +173,7 @@ def qualified_name_errors(value: str) -> list[str]:
     return errors
 
 
-def _validate_profiles(config: SchedulerConfig) -> list[FieldError]:
+def _validate_profiles(config: SchedulerConfigV1) -> list[FieldError]:
     # An empty list is fine: kube-scheduler's defaulting adds the default-scheduler profile.
     errors: list[FieldError] = []
     seen: set[str] = set()
@@ -191,7 +191,7 @@ def _validate_profiles(config: SchedulerConfig) -> list[FieldError]:
     return errors
 
 
-def _validate_leader_election(config: SchedulerConfig) -> list[FieldError]:
+def _validate_leader_election(config: SchedulerConfigV1) -> list[FieldError]:
     le = config.leader_election
     if le is None or not le.resource_lock or le.resource_lock == "leases":
         return []
@@ -202,7 +202,7 @@ def _validate_leader_election(config: SchedulerConfig) -> list[FieldError]:
     return [FieldError("leaderElection.resourceLock", message + OURS, upstream=False)]
 
 
-def _validate_scalars(config: SchedulerConfig) -> list[FieldError]:
+def _validate_scalars(config: SchedulerConfigV1) -> list[FieldError]:
     """Upstream's range checks for the top-level numbers kubesched passes through."""
     extra = config.extra
     errors: list[FieldError] = []
@@ -227,7 +227,7 @@ def _validate_scalars(config: SchedulerConfig) -> list[FieldError]:
     return errors
 
 
-def collect_warnings(model: SchedulerConfig | LegacyPolicy) -> list[FieldError]:
+def collect_warnings(model: SchedulerConfigV1 | LegacyPolicy) -> list[FieldError]:
     """Legal settings whose run-time effect surprises people; printed, never fatal."""
     out: list[FieldError] = []
     https_key = "enableHttps" if isinstance(model, LegacyPolicy) else "enableHTTPS"

@@ -2,7 +2,7 @@
 
 Allocatable quantities parsed into int64 columns (in C when they are plain integers), the usage a pod adds to
 a column (``#pods``, ``#hostports``, non-zero CPU and memory, requests), which Node changes recompute a row's
-static columns, and kube-scheduler's zone key (the node tree's order). `NodeTable` (nodetable.py) uses them.
+static columns. `NodeTable` (nodetable.py) uses them.
 """
 
 from __future__ import annotations
@@ -52,20 +52,6 @@ def alloc_of(node: Node, resource: str) -> int:
         return resource_value(resource, alloc[resource])
     except QuantityError:
         return 0
-
-
-def zone_key(node: Node) -> str:
-    """kube-scheduler's GetZoneKey: region and zone (beta labels first), "" when neither is set."""
-    labels: Any = node.metadata.labels
-    if not labels:
-        return ""
-    zone = labels.get("failure-domain.beta.kubernetes.io/zone")
-    if zone is None:
-        zone = labels.get("topology.kubernetes.io/zone") or ""
-    region = labels.get("failure-domain.beta.kubernetes.io/region")
-    if region is None:
-        region = labels.get("topology.kubernetes.io/region") or ""
-    return f"{region}:\x00:{zone}" if region or zone else ""
 
 
 def static_fields_differ(a: Node, b: Node) -> bool:

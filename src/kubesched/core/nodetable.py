@@ -16,7 +16,6 @@ Deleted nodes leave a tombstone row (``alive`` is False) that the next added nod
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
 from itertools import repeat
 from operator import itemgetter
 from typing import Any, cast
@@ -24,7 +23,7 @@ from typing import Any, cast
 import numpy as np
 import numpy.typing as npt
 
-from kubesched.api.core import Node, Taint
+from kubesched.api.core import Node
 from kubesched.core.nodecolumns import (
     alloc_key,
     alloc_of,
@@ -33,22 +32,14 @@ from kubesched.core.nodecolumns import (
     pod_usage,
     static_fields_differ,
     usage_key,
-    zone_key,
 )
+from kubesched.core.nodeindex import BoolColumn, Rows, TaintIndex, image_index, taint_index
+from kubesched.core.nodetree import NodeTree
 from kubesched.core.podinfo import HostPort, PodInfo
 
 _EMPTY: dict[str, Any] = {}
-Rows = npt.NDArray[np.intp]
 IntColumn = npt.NDArray[np.int64]
-BoolColumn = npt.NDArray[np.bool_]
-
-
-@dataclass(frozen=True)
-class TaintIndex:
-    """The distinct taints of the table and, for each, the rows that carry it."""
-
-    taints: tuple[Taint, ...]
-    rows_with: tuple[BoolColumn, ...]
+__all__ = ["BoolColumn", "IntColumn", "NodeTable", "Rows", "TaintIndex", "table_of"]
 
 
 class NodeTable:
@@ -79,10 +70,7 @@ class NodeTable:
         self._free_cols: dict[str, IntColumn] = {}  # by usage key, kept current row by row like the requested ones
         self._affinity_pods: dict[str, tuple[int, PodInfo]] = {}
         self._names_gen = 0
-        # kube-scheduler's node tree: rows per zone in the order nodes came, zones in the order first seen.
-        self._zones: dict[str, list[int]] = {}
-        self._zone_of: dict[int, str] = {}
-        self._order: Rows | None = None
+        self._tree = NodeTree()  # kube-scheduler's node tree: rows per zone, for ordered_rows
         self._name_array: npt.NDArray[np.object_] | None = None
         self._name_array_gen = -1
 
@@ -104,29 +92,7 @@ class NodeTable:
     def ordered_rows(self) -> Rows:
         """All live rows, zones interleaved as kube-scheduler's node tree lists them: the first node of
         each zone, then the second of each, and so on (so a share of the nodes spans the zones)."""
-        if self._order is None:
-            lists = list(self._zones.values())
-            order = [zone[i] for i in range(max(map(len, lists), default=0)) for zone in lists if i < len(zone)]
-            self._order = np.asarray(order, dtype=np.intp)
-        return self._order
-
-    def _place_in_zone(self, row: int, node: Node) -> None:
-        zone = zone_key(node)
-        if self._zone_of.get(row) == zone:
-            return
-        self._leave_zone(row)
-        self._zones.setdefault(zone, []).append(row)
-        self._zone_of[row] = zone
-        self._order = None
-
-    def _leave_zone(self, row: int) -> None:
-        zone = self._zone_of.pop(row, None)
-        if zone is not None:
-            rows = self._zones[zone]
-            rows.remove(row)
-            if not rows:
-                del self._zones[zone]
-            self._order = None
+        return self._tree.ordered_rows()
 
     def rows_for(self, names: list[str]) -> Rows:
         """Rows of the named nodes, in the given order; names this table does not know are left out."""
@@ -224,7 +190,7 @@ class NodeTable:
             if old is None or static_fields_differ(old, node):
                 self._static_changed()
         self._refresh_static(row, node)
-        self._place_in_zone(row, node)
+        self._tree.place(row, node)
         self.generation += 1
         return row
 
@@ -250,7 +216,7 @@ class NodeTable:
             return None
         self._names_gen += 1
         self._static_changed()
-        self._leave_zone(row)
+        self._tree.leave(row)
         node = self.nodes[row]
         self.nodes[row] = None
         self._alive[row] = False
@@ -425,32 +391,13 @@ class NodeTable:
     def taint_index(self) -> TaintIndex:
         """Distinct taints and which rows carry each (rebuilt only after a taint change)."""
         if self._taints is None:
-            where: dict[tuple[str, str, str], list[int]] = {}
-            first: dict[tuple[str, str, str], Taint] = {}
-            for row, node in self.live_nodes():
-                for t in node.spec.taints or ():
-                    k = (t.key, t.value, t.effect)
-                    where.setdefault(k, []).append(row)
-                    first.setdefault(k, t)
-            masks = []
-            for k in where:
-                m = np.zeros(self._n, dtype=np.bool_)
-                m[where[k]] = True
-                masks.append(m)
-            self._taints = TaintIndex(tuple(first[k] for k in where), tuple(masks))
+            self._taints = taint_index(self.live_nodes(), self._n)
         return self._taints
 
     def image_index(self) -> dict[str, tuple[Rows, int]]:
         """Image name → (rows reporting it, size from the first row seen)."""
         if self._images is None:
-            where: dict[str, list[int]] = {}
-            size: dict[str, int] = {}
-            for row, node in self.live_nodes():
-                for img in node.status.images or ():
-                    for name in img.names or ():
-                        where.setdefault(name, []).append(row)
-                        size.setdefault(name, img.size_bytes)
-            self._images = {k: (np.asarray(v, dtype=np.intp), size[k]) for k, v in where.items()}
+            self._images = image_index(self.live_nodes())
         return self._images
 
     def used_host_ports(self, row: int) -> Iterator[HostPort]:
@@ -476,5 +423,5 @@ def table_of(nodes: Iterable[Node]) -> NodeTable:
     table._alive[: table._n] = True
     table._names_gen += 1
     for row, node in enumerate(nodes):
-        table._place_in_zone(row, node)
+        table._tree.place(row, node)
     return table

@@ -11,7 +11,8 @@ from collections.abc import Collection, Iterable
 import numpy as np
 
 from kubesched.api.core import Taint, Toleration
-from kubesched.core.nodetable import BoolColumn, IntColumn, Rows, TaintIndex
+from kubesched.core.nodeindex import TaintIndex
+from kubesched.core.nodetable import BoolColumn, IntColumn, Rows
 
 NO_SCHEDULE = "NoSchedule"
 PREFER_NO_SCHEDULE = "PreferNoSchedule"

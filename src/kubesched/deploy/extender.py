@@ -7,8 +7,8 @@ with the cluster's default scheduler; its KubeSchedulerConfiguration is made by 
 from __future__ import annotations
 
 from kubesched.config.duration import Duration
-from kubesched.config.model import Extender, LeaderElection, Profile, SchedulerConfig
 from kubesched.config.render import dump, render_config, unreserved_note
+from kubesched.config.v1 import Extender, LeaderElectionV1, ProfileV1, SchedulerConfigV1
 from kubesched.config.validation import validate
 from kubesched.deploy import k8s
 from kubesched.deploy.k8s import Obj
@@ -27,7 +27,7 @@ def url(namespace: str) -> str:
     return f"http://{EXTENDER}.{namespace}.svc:{PORT}"
 
 
-def scheduler_config(plan: Plan, ext: ExtenderPlan) -> SchedulerConfig:
+def scheduler_config(plan: Plan, ext: ExtenderPlan) -> SchedulerConfigV1:
     """The second kube-scheduler's configuration: one profile, our extender, a Lease of its own in our namespace."""
     extender = Extender(
         url_prefix=url(plan.namespace),
@@ -40,8 +40,8 @@ def scheduler_config(plan: Plan, ext: ExtenderPlan) -> SchedulerConfig:
         node_cache_capable=True,  # the extender list+watches nodes itself
         managed_resources=ext.managed_resources,
     )
-    lease = LeaderElection(leader_elect=True, resource_name=SCHEDULER, resource_namespace=plan.namespace)
-    return SchedulerConfig(extenders=(extender,), profiles=(Profile(ext.scheduler_name),), leader_election=lease)
+    lease = LeaderElectionV1(leader_elect=True, resource_name=SCHEDULER, resource_namespace=plan.namespace)
+    return SchedulerConfigV1(extenders=(extender,), profiles=(ProfileV1(ext.scheduler_name),), leader_election=lease)
 
 
 def objects(plan: Plan, ext: ExtenderPlan) -> list[Obj]:

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from kubesched.config.model import ManagedResource
+from kubesched.config.v1 import ManagedResource
 from kubesched.errors import ConfigurationError, FieldError
 from kubesched.versions import KUBERNETES_VERSION
 

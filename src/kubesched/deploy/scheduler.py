@@ -6,8 +6,8 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from kubesched.config.model import LeaderElection, Profile, SchedulerConfig
 from kubesched.config.render import dump, render_config
+from kubesched.config.v1 import LeaderElectionV1, ProfileV1, SchedulerConfigV1
 from kubesched.deploy import k8s
 from kubesched.deploy.k8s import Obj
 from kubesched.deploy.plan import Plan, SchedulerPlan
@@ -19,10 +19,10 @@ CONFIG_DIR = "/etc/kubesched/scheduler"
 PLUGINS_DIR = "/etc/kubesched/plugins"
 
 
-def scheduler_config(plan: Plan, sched: SchedulerPlan) -> SchedulerConfig:
+def scheduler_config(plan: Plan, sched: SchedulerPlan) -> SchedulerConfigV1:
     """One profile; the Lease in our namespace, where our Role lets the scheduler hold it."""
-    lease = LeaderElection(leader_elect=True, resource_name=SCHEDULER, resource_namespace=plan.namespace)
-    return SchedulerConfig(profiles=(Profile(sched.scheduler_name),), leader_election=lease)
+    lease = LeaderElectionV1(leader_elect=True, resource_name=SCHEDULER, resource_namespace=plan.namespace)
+    return SchedulerConfigV1(profiles=(ProfileV1(sched.scheduler_name),), leader_election=lease)
 
 
 def config_document(plan: Plan, sched: SchedulerPlan) -> dict[str, Any]:

@@ -16,7 +16,7 @@ from kubesched.api.core import Pod
 from kubesched.cluster import readback
 from kubesched.cluster.kubeclient import AnswerLost, APIError, KubeClient
 from kubesched.cluster.ledger import Ledger
-from kubesched.config.model import DEFAULT_SCHEDULER_NAME
+from kubesched.config.v1 import DEFAULT_SCHEDULER_NAME
 from kubesched.core.podinfo import PodInfo, compile_pod
 
 log = logging.getLogger("kubesched.extender")

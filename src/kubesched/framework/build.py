@@ -10,14 +10,13 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
-from kubesched.errors import FieldError, child, index
+from kubesched.errors import ConfigurationError, FieldError, child, index
 from kubesched.framework import interfaces as fw
 from kubesched.framework.interfaces import Handle, Plugin
 from kubesched.framework.profile import (
     EXTENSION_POINTS,
     PluginRef,
     ProfileConfig,
-    ProfileError,
     ProfileSpec,
     expand,
     instantiate,
@@ -81,7 +80,7 @@ def build_profile(
     )
     try:
         built = instantiate(spec, registry, handle, path=f"{profile.path}.")
-    except ProfileError as err:
+    except ConfigurationError as err:
         errors.extend(err.errors)
         return None
     by_name = {b.plugin.name: b for b in built}

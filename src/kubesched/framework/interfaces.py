@@ -17,6 +17,7 @@ from kubesched.api.core import Node
 from kubesched.api.node_fields import NodeFields
 from kubesched.core.nodetable import IntColumn, NodeTable, Rows
 from kubesched.core.podinfo import PodInfo
+from kubesched.errors import PluginError
 from kubesched.framework.diagnosis import Diagnosis
 from kubesched.framework.events import ClusterEvent, ClusterEventWithHint
 from kubesched.framework.handle import AlreadyAssignedError as AlreadyAssignedError
@@ -120,6 +121,20 @@ class PreFilterResult:
         return kept
 
 
+# Spellings an older guide taught that nothing reads: refused when the class is defined (the module loads with an
+# error naming the hook), so a plugin cannot silently declare nothing and be requeued on every event.
+_EVENTS_HOOK = (
+    "declare the cluster events that may help a pod it rejected with `def events_to_register(self)` returning "
+    '`[plugin.ClusterEventWithHint(plugin.NODE_ADD), ...]` (docs/plugins.md, "Events and queueing hints")'
+)
+_UNREAD = {
+    "events": _EVENTS_HOOK,
+    "queueing_hint": "a queueing hint is the second field of a `ClusterEventWithHint` that `events_to_register` "
+    'returns: `plugin.ClusterEventWithHint(plugin.POD_DELETE, self.my_hint)` (docs/plugins.md, "Events and '
+    'queueing hints")',
+}
+
+
 class Plugin:
     """Base of every plugin. Subclasses set `name` and, if they take args, `Args` (a msgspec Struct)."""
 
@@ -130,6 +145,12 @@ class Plugin:
     # Whether the plugin may read the pods on a node (node.pods, requested/free columns, victims). True unless
     # declared otherwise: an extender serving only plugins that say False need not watch the cluster's pods.
     reads_pods: ClassVar[bool] = True
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        for old, hook in _UNREAD.items():
+            if hasattr(cls, old):
+                raise PluginError(f"plugin class {cls.__qualname__}: `{old}` is not read by kubesched; {hook}")
 
     def __init__(self, args: Any = None, handle: Handle | None = None) -> None:
         self.args = args

@@ -10,7 +10,7 @@ default in place, else appended); then per extension point, that point's `disabl
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -87,18 +87,6 @@ class ProfileSpec:
     args_paths: Mapping[str, str] = field(default_factory=dict)
 
 
-class ProfileError(ConfigurationError):
-    """Every problem found in a profile, each naming its field path."""
-
-    def __init__(self, errors: Sequence[FieldError]) -> None:
-        super().__init__("invalid profile:\n" + "\n".join(f"  - {e}" for e in errors), errors)
-
-    @property
-    def problems(self) -> list[str]:
-        """The problems as `path: message` lines."""
-        return [str(e) for e in self.errors]
-
-
 @dataclass(frozen=True)
 class BuiltPlugin:
     plugin: Plugin
@@ -108,7 +96,7 @@ class BuiltPlugin:
 def instantiate(
     spec: ProfileSpec, registry: Registry, handle: Handle | None = None, path: str = ""
 ) -> list[BuiltPlugin]:
-    """Build the profile's plugins, or raise ProfileError listing every problem."""
+    """Build the profile's plugins, or raise ConfigurationError listing every problem."""
     handle = handle or Handle(scheduler_name=spec.scheduler_name)
     problems: list[FieldError] = []
     built: list[BuiltPlugin] = []
@@ -157,7 +145,7 @@ def instantiate(
         if name not in seen:
             problems.append(FieldError(f"{path}pluginConfig[{name}]", "args given for a plugin that is not enabled"))
     if problems:
-        raise ProfileError(problems)
+        raise ConfigurationError("invalid profile:\n" + "\n".join(f"  - {e}" for e in problems), problems)
     return built
 
 

@@ -136,7 +136,7 @@ class Framework:
 
     @classmethod
     def build(cls, spec: ProfileSpec, registry: Registry, handle: Handle | None = None, path: str = "") -> Framework:
-        """Validate a flat profile and build its plugins (`of`); raises ProfileError with every problem."""
+        """Validate a flat profile and build its plugins (`of`); raises ConfigurationError with every problem."""
         return cls.of(spec, instantiate(spec, registry, handle, path))
 
     def node_fields(self) -> NodeFields | None:

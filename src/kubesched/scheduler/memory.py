@@ -24,8 +24,8 @@ from kubesched.cluster.objects import ClusterObjects
 from kubesched.cluster.resources import ResourceObjects
 from kubesched.cluster.volumes import VolumeObjects
 from kubesched.cluster.workloads import Workloads
-from kubesched.config.model import DEFAULT_SCHEDULER_NAME
 from kubesched.config.profiles import parse
+from kubesched.config.v1 import DEFAULT_SCHEDULER_NAME
 from kubesched.core.podinfo import PodInfo
 from kubesched.framework.diagnosis import Diagnosis
 from kubesched.framework.handle import DefaultSelector

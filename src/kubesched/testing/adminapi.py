@@ -1,7 +1,7 @@
 """The admin's calls to the test control plane's kube-apiserver: raw requests, fake nodes, namespaces.
 
 `AdminAPI` is a base of `ControlPlane` (controlplane.py): everything here goes through its admin httpx
-``client``; `ApiError` is what a non-2xx answer raises. See docs/control-plane.md.
+``client``; a non-2xx answer raises the cluster client's `APIError` (with ``body``). See docs/control-plane.md.
 """
 
 from __future__ import annotations
@@ -13,18 +13,8 @@ from typing import Any
 
 import httpx
 
-from kubesched.errors import HarnessError
+from kubesched.cluster.kubeclient import APIError
 from kubesched.testing.nodes import node_manifest, node_status
-
-
-class ApiError(HarnessError):
-    """A non-2xx answer from the apiserver."""
-
-    def __init__(self, method: str, path: str, status: int, body: Any):
-        self.status = status
-        self.body = body
-        message = body.get("message", body) if isinstance(body, dict) else body
-        super().__init__(f"{method} {path} -> {status}: {message}")
 
 
 class AdminAPI:
@@ -43,7 +33,7 @@ class AdminAPI:
         params: Mapping[str, str] | None = None,
         content_type: str | None = None,
     ) -> Any:
-        """Call the apiserver as admin; return the decoded JSON (or text); raise ApiError on >= 400.
+        """Call the apiserver as admin; return the decoded JSON (or text); raise `APIError` on >= 400.
 
         PATCH defaults to a JSON merge patch.
         """
@@ -61,7 +51,9 @@ class AdminAPI:
         except ValueError:
             body = resp.text
         if resp.status_code >= 400:
-            raise ApiError(method, path, resp.status_code, body)
+            message = body.get("message", body) if isinstance(body, dict) else body
+            reason = str(body.get("reason", "")) if isinstance(body, dict) else ""
+            raise APIError(resp.status_code, str(message), reason, request=f"{method} {path}", body=body)
         return body
 
     def service_account_can(
@@ -85,7 +77,7 @@ class AdminAPI:
         """GET ``path`` (decoded JSON), or None when the API server answers 404."""
         try:
             return self.api("GET", path)
-        except ApiError as err:
+        except APIError as err:
             if err.status == 404:
                 return None
             raise
@@ -109,7 +101,7 @@ class AdminAPI:
 
     def create_node_object(self, manifest: Mapping[str, Any], status: Mapping[str, Any]) -> Any:
         """POST a Node (without status), then merge-patch ``status`` (``{"status": {...}}``) through the status
-        subresource; both with strict field validation, so an unknown field is an ApiError naming it."""
+        subresource; both with strict field validation, so an unknown field is an APIError naming it."""
         body = {k: v for k, v in manifest.items() if k != "status"}
         name = body["metadata"]["name"]
         strict = {"fieldValidation": "Strict"}
@@ -120,7 +112,7 @@ class AdminAPI:
         """Delete a node (pods bound to it stay; delete them or their namespace too)."""
         try:
             self.api("DELETE", f"/api/v1/nodes/{name}")
-        except ApiError as err:
+        except APIError as err:
             if not (missing_ok and err.status == 404):
                 raise
 
@@ -152,6 +144,6 @@ class AdminAPI:
     def _ignore_404(self, method: str, path: str, json: Any = None) -> None:
         try:
             self.api(method, path, json)
-        except ApiError as err:
+        except APIError as err:
             if err.status != 404:
                 raise

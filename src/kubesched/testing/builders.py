@@ -3,8 +3,9 @@
 * ``node_json`` / ``pod_json``: plain dicts as the API server sends them (extender and webhook bodies,
   `--cluster` files); ``pod_manifest``: a pod to POST to a real API server (with an image, no uid).
 * ``make_node`` / ``make_pod_object``: the typed wire objects (``Node``, ``Pod``).
-* ``make_pod``: a compiled ``PodInfo``, what plugins and the scheduling cycle see; ``make_table``,
-  ``batch`` and ``results`` for running plugins over a node table.
+* ``make_pod``: a compiled ``PodInfo``, what plugins and the scheduling cycle see; ``table_of`` (a
+  ``NodeTable`` of ``Node`` objects), ``make_table`` (the same with pods on the nodes), ``batch`` and
+  ``results`` for running plugins over a node table.
 
 Spec and metadata keys are the API's camelCase names; only the common ones have keywords.
 """
@@ -179,4 +180,5 @@ __all__ = [
     "pod_json",
     "pod_manifest",
     "results",
+    "table_of",
 ]

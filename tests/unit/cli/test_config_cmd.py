@@ -17,6 +17,7 @@ import yaml
 
 from kubesched.config.render import render_legacy_policy
 from kubesched.errors import CLIError
+from kubesched.versions import REFERENCE
 from tests.unit.config.extenders import GOLDEN, PEM, URL, ext, v1
 
 
@@ -260,7 +261,7 @@ def test_the_kubernetes_version_selects_the_rules(
     assert "placementScore: unknown field; placementScore is an extension point" in capsys.readouterr().err
     assert cli(["config", "validate", "--kubernetes-version", "1.30", str(path)]) == 2
     assert "--kubernetes-version: unsupported Kubernetes version '1.30'" in capsys.readouterr().err
-    assert scheduler_cmd.config_version(argparse.Namespace(kubernetes_version="v1.35.4")) == "1.35"
-    assert scheduler_cmd.config_version(argparse.Namespace()) == "1.37"
+    assert scheduler_cmd.config_release(argparse.Namespace(kubernetes_version="v1.35.4")).version == "1.35.4"
+    assert scheduler_cmd.config_release(argparse.Namespace()) is REFERENCE
     with pytest.raises(CLIError, match=r"--kubernetes-version: unsupported Kubernetes version '1\.30'"):
-        scheduler_cmd.config_version(argparse.Namespace(kubernetes_version="1.30"))
+        scheduler_cmd.config_release(argparse.Namespace(kubernetes_version="1.30"))

@@ -13,8 +13,8 @@ import pytest
 
 from kubesched.cli import scheduler_cmd, serving
 from kubesched.cli.main import build_parser, main
-from kubesched.config.profiles import ConfigError, LeaderElectionConfig
-from kubesched.errors import CLIError
+from kubesched.config.profiles import LeaderElectionConfig
+from kubesched.errors import CLIError, ConfigurationError
 
 ROOT = Path(__file__).resolve().parents[3]
 CLUSTER = ROOT / "examples" / "cluster.yaml"
@@ -117,7 +117,7 @@ def test_leader_election_flags_override_the_file_as_kube_scheduler_does(tmp_path
 
 def test_leader_election_flags_are_checked_with_client_gos_rules() -> None:
     args = parse_run("--leader-elect-renew-deadline", "20s")  # above the default lease of 15s
-    with pytest.raises(ConfigError, match="leaseDuration must be greater than renewDeadline"):
+    with pytest.raises(ConfigurationError, match="leaseDuration must be greater than renewDeadline"):
         scheduler_cmd.leader_election(args, LeaderElectionConfig())
     with pytest.raises(SystemExit):
         parse_run("--leader-elect-lease-duration", "15")  # Go durations need a unit

@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from kubesched.config.duration import Duration
-from kubesched.config.model import (
+from kubesched.config.v1 import (
     Extender,
-    SchedulerConfig,
+    SchedulerConfigV1,
 )
 from kubesched.config.validation import validate
 
@@ -30,7 +30,7 @@ def ext(**kw: object) -> Extender:
 
 
 def problems(*extenders: Extender, **config: object) -> list[str]:
-    return [str(e) for e in validate(SchedulerConfig(extenders=extenders, **config))]  # type: ignore[arg-type]
+    return [str(e) for e in validate(SchedulerConfigV1(extenders=extenders, **config))]  # type: ignore[arg-type]
 
 
 def v1(*extenders: dict[str, object], **top: object) -> dict[str, object]:

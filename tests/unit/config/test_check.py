@@ -11,13 +11,16 @@ import yaml
 
 from kubesched.config.check import Verdict, validate_file, validate_text
 from kubesched.scheduler.profiles.manager import PluginSource
+from kubesched.versions import parse_release
 
 PLUGINS = PluginSource(entry_points=lambda: ())
 HEAD = {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration"}
 
 
 def verdict(doc: dict[str, Any], version: str = "1.37", base: Path | None = None) -> Verdict:
-    return validate_text(yaml.safe_dump({**HEAD, **doc}, sort_keys=False), PLUGINS, version=version, base=base)
+    return validate_text(
+        yaml.safe_dump({**HEAD, **doc}, sort_keys=False), PLUGINS, release=parse_release(version), base=base
+    )
 
 
 def errors(doc: dict[str, Any], version: str = "1.37") -> list[str]:
@@ -204,8 +207,11 @@ def test_volume_binding_shape_needs_storage_capacity_scoring_on_1_35() -> None:
     ]
 
 
-def test_an_unsupported_version_is_refused() -> None:
-    with pytest.raises(ValueError, match=r"kube-scheduler 1.30: not supported \(supported: 1.35, 1.37\)"):
+def test_an_unsupported_version_is_refused_where_the_release_is_chosen() -> None:
+    """The validator takes a `versions.Release`: the one table, whose parser names the supported releases."""
+    with pytest.raises(
+        ValueError, match=r"unsupported Kubernetes version '1.30': supported are 1.35 \(v1.35.4\), 1.37"
+    ):
         verdict({}, "1.30")
 
 

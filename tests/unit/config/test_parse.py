@@ -7,20 +7,20 @@ import base64
 import pytest
 
 from kubesched.config.duration import Duration
-from kubesched.config.errors import ConfigParseError
-from kubesched.config.model import (
-    Extender,
-    LegacyPolicy,
-    SchedulerConfig,
-    TLSConfig,
-)
 from kubesched.config.parse import parse_document
 from kubesched.config.render import render_config
+from kubesched.config.v1 import (
+    Extender,
+    LegacyPolicy,
+    SchedulerConfigV1,
+    TLSConfig,
+)
+from kubesched.errors import ConfigurationError
 from tests.unit.config.extenders import PEM, URL, v1
 
 
 def parse_errors(doc: object) -> list[str]:
-    with pytest.raises(ConfigParseError) as info:
+    with pytest.raises(ConfigurationError) as info:
         parse_document(doc)
     return [str(e) for e in info.value.errors]
 
@@ -32,7 +32,7 @@ def test_parse_reads_durations_data_and_passthrough_keys() -> None:
         profiles=[{"schedulerName": "s", "plugins": {"score": {"disabled": [{"name": "*"}]}}}],
     )
     config = parse_document(doc)
-    assert isinstance(config, SchedulerConfig)
+    assert isinstance(config, SchedulerConfigV1)
     assert config.extenders[0].http_timeout == Duration.parse("1h2m3.5s")
     assert config.extenders[0].tls_config == TLSConfig(ca_data=b"CA")
     assert config.extra == {"parallelism": 8}

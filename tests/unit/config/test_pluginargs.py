@@ -7,10 +7,10 @@ from typing import Any
 import pytest
 
 from kubesched.config.pluginargs import validate_args
-from kubesched.config.upstream import release
+from kubesched.versions import parse_release
 
 AT = "profiles[0].pluginConfig[0].args"
-R137, R135 = release("1.37"), release("v1.35.4")
+R137, R135 = parse_release("1.37"), parse_release("v1.35.4")
 
 
 def check(name: str, value: Any, rel: Any = R137) -> list[str]:

@@ -8,14 +8,15 @@ from typing import Any
 import pytest
 import yaml
 
-from kubesched.config.profiles import ConfigError, LeaderElectionConfig, load_file, parse
+from kubesched.config.profiles import LeaderElectionConfig, load_file, parse
+from kubesched.errors import ConfigurationError
 from kubesched.framework.profile import PluginRef, PluginSet
 
 HEAD = {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration"}
 
 
 def problems(doc: dict[str, Any]) -> list[str]:
-    with pytest.raises(ConfigError) as err:
+    with pytest.raises(ConfigurationError) as err:
         parse({**HEAD, **doc})
     return [str(e) for e in err.value.errors]
 
@@ -120,9 +121,9 @@ def test_a_legacy_policy_or_bad_plugin_modules_are_refused() -> None:
 def test_load_file_reports_syntax_and_missing_files(tmp_path: Path) -> None:
     bad = tmp_path / "c.yaml"
     bad.write_text("kind: [")
-    with pytest.raises(ConfigError, match="not valid YAML"):
+    with pytest.raises(ConfigurationError, match="not valid YAML"):
         load_file(bad)
-    with pytest.raises(ConfigError, match="cannot read"):
+    with pytest.raises(ConfigurationError, match="cannot read"):
         load_file(tmp_path / "missing.yaml")
     good = tmp_path / "good.yaml"
     good.write_text(yaml.safe_dump({**HEAD, "profiles": [{"schedulerName": "mine"}]}))

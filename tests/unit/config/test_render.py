@@ -6,25 +6,25 @@ import base64
 import json
 
 from kubesched.config.duration import Duration
-from kubesched.config.model import (
-    LeaderElection,
-    LegacyPolicy,
-    ManagedResource,
-    Profile,
-    SchedulerConfig,
-    TLSConfig,
-)
 from kubesched.config.parse import load_text, parse_document
 from kubesched.config.render import dump, render_config, render_legacy_policy
+from kubesched.config.v1 import (
+    LeaderElectionV1,
+    LegacyPolicy,
+    ManagedResource,
+    ProfileV1,
+    SchedulerConfigV1,
+    TLSConfig,
+)
 from tests.unit.config.extenders import GOLDEN, PEM, ext
 
 
 def test_default_config_matches_golden_file() -> None:
-    assert dump(render_config(SchedulerConfig(extenders=(ext(),)))) == GOLDEN.read_text()
+    assert dump(render_config(SchedulerConfigV1(extenders=(ext(),)))) == GOLDEN.read_text()
 
 
 def test_representative_config_renders_exactly() -> None:
-    config = SchedulerConfig(
+    config = SchedulerConfigV1(
         extenders=(
             ext(
                 url_prefix="https://ext.kube-system.svc:8443/scheduler",
@@ -38,8 +38,8 @@ def test_representative_config_renders_exactly() -> None:
                 ignorable=True,
             ),
         ),
-        profiles=(Profile("default-scheduler"), Profile("kubesched")),
-        leader_election=LeaderElection(resource_name="kubesched-scheduler"),
+        profiles=(ProfileV1("default-scheduler"), ProfileV1("kubesched")),
+        leader_election=LeaderElectionV1(resource_name="kubesched-scheduler"),
         kubeconfig="/etc/kubernetes/scheduler.conf",
     )
     assert render_config(config) == {

@@ -5,12 +5,12 @@ from __future__ import annotations
 import pytest
 
 from kubesched.config.duration import Duration
-from kubesched.config.model import (
+from kubesched.config.v1 import (
     Extender,
-    LeaderElection,
+    LeaderElectionV1,
     ManagedResource,
-    Profile,
-    SchedulerConfig,
+    ProfileV1,
+    SchedulerConfigV1,
     TLSConfig,
 )
 from kubesched.config.validation import collect_warnings, validate
@@ -79,17 +79,17 @@ def test_duplicate_managed_resources_are_found_across_extenders() -> None:
 
 
 def test_profiles_need_unique_non_empty_names() -> None:
-    assert problems(ext(), profiles=(Profile("a"), Profile("a"), Profile(""))) == [
+    assert problems(ext(), profiles=(ProfileV1("a"), ProfileV1("a"), ProfileV1(""))) == [
         'profiles[1].schedulerName: Duplicate value: "a"',
         "profiles[2].schedulerName: Required value",
     ]
 
 
 def test_resource_lock_must_be_leases() -> None:
-    assert problems(ext(), leader_election=LeaderElection(resource_lock="endpoints")) == [
+    assert problems(ext(), leader_election=LeaderElectionV1(resource_lock="endpoints")) == [
         'leaderElection.resourceLock: Invalid value: "endpoints": resourceLock value must be "leases"'
     ]
-    off = validate(SchedulerConfig(leader_election=LeaderElection(leader_elect=False, resource_lock="configmaps")))
+    off = validate(SchedulerConfigV1(leader_election=LeaderElectionV1(leader_elect=False, resource_lock="configmaps")))
     assert [e.upstream for e in off] == [False]
 
 
@@ -136,7 +136,7 @@ OURS = " (kubesched check; kube-scheduler itself accepts this)"
     ],
 )
 def test_our_checks_are_marked_as_ours(extender: Extender, expected: str) -> None:
-    found = validate(SchedulerConfig(extenders=(extender,)))
+    found = validate(SchedulerConfigV1(extenders=(extender,)))
     assert [str(e) for e in found] == [expected + OURS]
     assert not found[0].upstream
 
@@ -149,7 +149,7 @@ def test_every_problem_is_reported_at_once() -> None:
         enable_https=True,
         managed_resources=(ManagedResource("gpu"), ManagedResource("example.com/a"), ManagedResource("example.com/a")),
     )
-    found = problems(bad, ext(bind_verb="b"), profiles=(Profile(""),))
+    found = problems(bad, ext(bind_verb="b"), profiles=(ProfileV1(""),))
     assert [p.split(":")[0] for p in found] == [
         "extenders[0].weight",
         "extenders[0].managedResources[0].name",
@@ -168,7 +168,7 @@ def test_field_error_str() -> None:
 
 
 def test_warnings_for_missing_ca_and_resources_still_checked_by_the_scheduler() -> None:
-    config = SchedulerConfig(
+    config = SchedulerConfigV1(
         extenders=(
             ext(
                 url_prefix="https://e/s",
@@ -189,7 +189,7 @@ def test_warnings_for_missing_ca_and_resources_still_checked_by_the_scheduler() 
 
 def test_an_ignored_resource_without_bind_verb_is_a_warning_not_an_error() -> None:
     ignored = (ManagedResource("example.com/a", True), ManagedResource("example.com/b", True))
-    unbound = SchedulerConfig(extenders=(ext(managed_resources=ignored),))
+    unbound = SchedulerConfigV1(extenders=(ext(managed_resources=ignored),))
     assert validate(unbound) == []
     found = [str(w) for w in collect_warnings(unbound)]
     assert found == [
@@ -198,8 +198,8 @@ def test_an_ignored_resource_without_bind_verb_is_a_warning_not_an_error() -> No
         " reserve it, so pods created in a burst can over-commit it; set bindVerb (kubesched extender serve"
         " answers 'bind')"
     ]
-    binding = SchedulerConfig(extenders=(ext(managed_resources=ignored, bind_verb="bind"),))
-    counted = SchedulerConfig(extenders=(ext(managed_resources=(ManagedResource("example.com/a"),)),))
+    binding = SchedulerConfigV1(extenders=(ext(managed_resources=ignored, bind_verb="bind"),))
+    counted = SchedulerConfigV1(extenders=(ext(managed_resources=(ManagedResource("example.com/a"),)),))
     assert not [w for w in collect_warnings(binding) + collect_warnings(counted) if "bindVerb" in w.path]
 
 
@@ -208,4 +208,4 @@ def test_extender_helpers() -> None:
     assert e.effective_timeout == Duration.of(seconds=5)
     assert e.is_interested(["cpu", "example.com/a"])
     assert not e.is_interested(["cpu"])
-    assert SchedulerConfig(extenders=(e,)).ignored_resources == ("example.com/a",)
+    assert SchedulerConfigV1(extenders=(e,)).ignored_resources == ("example.com/a",)

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from kubesched.core.nodecolumns import zone_key
 from kubesched.core.nodetable import NodeTable, table_of
+from kubesched.core.nodetree import zone_key
 from kubesched.testing.builders import make_node
 
 ZONE = "topology.kubernetes.io/zone"

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from kubesched import pki
-from kubesched.config.model import ManagedResource
+from kubesched.config.v1 import ManagedResource
 from kubesched.deploy import webhook
 from kubesched.deploy.plan import ExtenderPlan, Plan, SchedulerPlan, WebhookPlan, WebhookRules, WebhookTLS
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from kubesched.config.model import ManagedResource
+from kubesched.config.v1 import ManagedResource
 from kubesched.deploy import extender, render, scheduler, webhook
 from kubesched.deploy.plan import WebhookRules, WebhookTLS
 

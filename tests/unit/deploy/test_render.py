@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from kubesched.config.model import ManagedResource
 from kubesched.config.parse import parse_document
 from kubesched.config.profiles import parse as parse_scheduler_config
+from kubesched.config.v1 import ManagedResource
 from kubesched.config.validation import validate
 from kubesched.deploy import extender, render, scheduler
 from kubesched.deploy.plan import DeployError, ExtenderPlan, Plan, SchedulerPlan, WebhookTLS

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from kubesched.errors import FieldError
+from kubesched.errors import ConfigurationError, FieldError
 from kubesched.framework.build import build_profiles
 from kubesched.framework.interfaces import Handle
-from kubesched.framework.profile import PluginRef, PluginSet, ProfileConfig, ProfileError, ProfileSpec, instantiate
+from kubesched.framework.profile import PluginRef, PluginSet, ProfileConfig, ProfileSpec, instantiate
 from kubesched.framework.runtime import Framework
 from kubesched.plugins import UPSTREAM_DEFAULT_PLUGINS, in_tree
 
@@ -61,7 +61,7 @@ def test_the_queue_sort_and_bind_checks_name_their_fields() -> None:
 
 def test_a_profile_error_carries_field_errors_not_strings_to_split() -> None:
     spec = ProfileSpec(plugins=(PluginRef("NodeAffinity"),), plugin_args={"NodeAffinity": {"addedAffinity": 3}})
-    with pytest.raises(ProfileError) as err:
+    with pytest.raises(ConfigurationError) as err:
         instantiate(spec, in_tree(), path="profiles[2].")
     (problem,) = err.value.errors
     assert problem.path == "profiles[2].pluginConfig[NodeAffinity].args"

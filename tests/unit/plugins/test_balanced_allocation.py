@@ -6,9 +6,10 @@ import msgspec
 import pytest
 
 from kubesched.core.nodetable import NodeTable
+from kubesched.errors import ConfigurationError
 from kubesched.framework.handle import Handle
 from kubesched.framework.interfaces import CycleState, NodeBatch
-from kubesched.framework.profile import PluginRef, ProfileError, ProfileSpec
+from kubesched.framework.profile import PluginRef, ProfileSpec
 from kubesched.framework.runtime import Framework
 from kubesched.framework.status import SKIP, SUCCESS, Status
 from kubesched.plugins import in_tree
@@ -131,9 +132,9 @@ def three_nodes() -> NodeTable:
 )
 def test_args_errors(args: dict[str, Any], problem: str) -> None:
     name = "NodeResourcesBalancedAllocation"
-    with pytest.raises(ProfileError) as err:
+    with pytest.raises(ConfigurationError) as err:
         Framework.build(ProfileSpec(plugins=(PluginRef(name),), plugin_args={name: args}), in_tree())
-    assert err.value.problems == [f"pluginConfig[{name}].args: {problem}"]
+    assert [str(e) for e in err.value.errors] == [f"pluginConfig[{name}].args: {problem}"]
 
 
 def test_default_resources_are_cpu_and_memory() -> None:

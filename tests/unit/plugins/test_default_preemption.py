@@ -12,8 +12,9 @@ from kubesched.api.core import Node
 from kubesched.api.policy_v1 import PodDisruptionBudget
 from kubesched.core.nodetable import NodeTable
 from kubesched.core.podinfo import PodInfo
+from kubesched.errors import ConfigurationError
 from kubesched.framework.interfaces import ClusterAPIError, CycleState, Handle
-from kubesched.framework.profile import PluginRef, ProfileError, ProfileSpec
+from kubesched.framework.profile import PluginRef, ProfileSpec
 from kubesched.framework.runtime import Framework
 from kubesched.framework.status import SUCCESS, Code, Status
 from kubesched.plugins import default_profile_plugins, in_tree
@@ -452,6 +453,6 @@ async def test_evict_failures_are_error_statuses() -> None:
 )
 def test_args_validation(args: dict[str, Any], problems: list[str]) -> None:
     spec = ProfileSpec(plugins=(PluginRef("DefaultPreemption"),), plugin_args={"DefaultPreemption": args})
-    with pytest.raises(ProfileError) as err:
+    with pytest.raises(ConfigurationError) as err:
         Framework.build(spec, in_tree())
-    assert err.value.problems == [f"pluginConfig[DefaultPreemption].args: {p}" for p in problems]
+    assert [str(e) for e in err.value.errors] == [f"pluginConfig[DefaultPreemption].args: {p}" for p in problems]

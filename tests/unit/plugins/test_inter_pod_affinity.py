@@ -8,8 +8,9 @@ import pytest
 
 from kubesched.api.policy_v1 import PodDisruptionBudget
 from kubesched.core.podinfo import PodInfo
+from kubesched.errors import ConfigurationError
 from kubesched.framework.interfaces import CycleState, Handle
-from kubesched.framework.profile import PluginRef, ProfileError, ProfileSpec
+from kubesched.framework.profile import PluginRef, ProfileSpec
 from kubesched.framework.runtime import Framework
 from kubesched.framework.status import SKIP, Code, Status
 from kubesched.plugins import in_tree
@@ -281,8 +282,8 @@ def test_hard_pod_affinity_weight_range() -> None:
     spec = ProfileSpec(
         plugins=(PluginRef("InterPodAffinity"),), plugin_args={"InterPodAffinity": {"hardPodAffinityWeight": 101}}
     )
-    with pytest.raises(ProfileError) as err:
+    with pytest.raises(ConfigurationError) as err:
         Framework.build(spec, in_tree())
-    assert err.value.problems == [
+    assert [str(e) for e in err.value.errors] == [
         "pluginConfig[InterPodAffinity].args: hardPodAffinityWeight: Invalid value: 101: not in valid range [0, 100]"
     ]

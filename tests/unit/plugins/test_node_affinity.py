@@ -5,8 +5,9 @@ from typing import Any
 import msgspec
 import pytest
 
+from kubesched.errors import ConfigurationError
 from kubesched.framework.interfaces import CycleState
-from kubesched.framework.profile import PluginRef, ProfileError, ProfileSpec
+from kubesched.framework.profile import PluginRef, ProfileSpec
 from kubesched.framework.runtime import Framework
 from kubesched.framework.status import SKIP, SUCCESS, Code, Status
 from kubesched.plugins import in_tree
@@ -190,6 +191,6 @@ def test_score_sums_pod_and_added_weights_then_normalizes() -> None:
 )
 def test_args_errors(args: dict[str, Any], problem: str) -> None:
     spec = ProfileSpec(plugins=(PluginRef("NodeAffinity"),), plugin_args={"NodeAffinity": args})
-    with pytest.raises(ProfileError) as err:
+    with pytest.raises(ConfigurationError) as err:
         Framework.build(spec, in_tree())
-    assert err.value.problems == [problem]
+    assert [str(e) for e in err.value.errors] == [problem]

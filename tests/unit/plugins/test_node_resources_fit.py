@@ -5,8 +5,9 @@ from typing import Any
 import msgspec
 import pytest
 
+from kubesched.errors import ConfigurationError
 from kubesched.framework.interfaces import CycleState
-from kubesched.framework.profile import PluginRef, ProfileError, ProfileSpec
+from kubesched.framework.profile import PluginRef, ProfileSpec
 from kubesched.framework.runtime import Framework
 from kubesched.framework.status import Code, Status
 from kubesched.plugins import in_tree
@@ -268,9 +269,9 @@ def test_rtcr_before_first_and_after_last_point() -> None:
 
 def build_problems(args: dict[str, dict[str, Any]]) -> list[str]:
     plugins = tuple(PluginRef(name) for name in args)
-    with pytest.raises(ProfileError) as err:
+    with pytest.raises(ConfigurationError) as err:
         Framework.build(ProfileSpec(plugins=plugins, plugin_args=args), in_tree())
-    return err.value.problems
+    return [str(e) for e in err.value.errors]
 
 
 @pytest.mark.parametrize(

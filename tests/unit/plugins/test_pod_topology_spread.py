@@ -8,8 +8,9 @@ import pytest
 
 from kubesched.api.core import LabelSelector, Node
 from kubesched.core.podinfo import PodInfo
+from kubesched.errors import ConfigurationError
 from kubesched.framework.interfaces import CycleState, Handle
-from kubesched.framework.profile import PluginRef, ProfileError, ProfileSpec
+from kubesched.framework.profile import PluginRef, ProfileSpec
 from kubesched.framework.runtime import Framework
 from kubesched.framework.status import SKIP, Code, Status
 from kubesched.plugins import in_tree
@@ -357,8 +358,8 @@ def test_round_half_away_from_zero() -> None:
     ],
 )
 def test_args_validation(args: dict[str, Any], problem: str) -> None:
-    with pytest.raises(ProfileError) as err:
+    with pytest.raises(ConfigurationError) as err:
         Framework.build(
             ProfileSpec(plugins=(PluginRef("PodTopologySpread"),), plugin_args={"PodTopologySpread": args}), in_tree()
         )
-    assert err.value.problems == [f"pluginConfig[PodTopologySpread].args: {problem}"]
+    assert [str(e) for e in err.value.errors] == [f"pluginConfig[PodTopologySpread].args: {problem}"]

@@ -11,8 +11,9 @@ import pytest
 from kubesched.api.storage import PersistentVolume, PersistentVolumeClaim
 from kubesched.cluster.volumes import SELECTED_NODE, VolumeObjects
 from kubesched.core.podinfo import PodInfo
+from kubesched.errors import ConfigurationError
 from kubesched.framework.interfaces import CycleState, Handle
-from kubesched.framework.profile import PluginRef, ProfileError, ProfileSpec
+from kubesched.framework.profile import PluginRef, ProfileSpec
 from kubesched.framework.runtime import Framework
 from kubesched.framework.status import Code, Status
 from kubesched.plugins import in_tree
@@ -296,7 +297,7 @@ def test_args_are_validated_as_kube_scheduler_does() -> None:
 def test_enabling_volume_binding_in_a_profile_builds() -> None:
     fw = Framework.build(ProfileSpec(plugins=(PluginRef("VolumeBinding"), PluginRef("DefaultBinder"))), in_tree())
     assert [p.name for p in fw.pre_bind] == ["VolumeBinding"] and [p.name for p, _ in fw.score] == ["VolumeBinding"]
-    with pytest.raises(ProfileError, match="bindTimeoutSeconds"):
+    with pytest.raises(ConfigurationError, match="bindTimeoutSeconds"):
         Framework.build(
             ProfileSpec(
                 plugins=(PluginRef("VolumeBinding"),), plugin_args={"VolumeBinding": {"bindTimeoutSeconds": -5}}

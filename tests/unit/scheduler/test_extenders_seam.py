@@ -7,8 +7,8 @@ from collections.abc import Sequence
 import pytest
 
 from kubesched.cluster.cache import ClusterCache
-from kubesched.config.model import Extender
 from kubesched.config.profiles import parse
+from kubesched.config.v1 import Extender
 from kubesched.plugins import in_tree
 from kubesched.scheduler.engine.extenders import Extenders, NoExtenders
 from kubesched.scheduler.engine.queue import ManualClock

@@ -52,7 +52,7 @@ class Scheduler(ClusterEvents, Failures):
     """One scheduler over one cache, with the profiles of one configuration (swappable).
 
     ``build`` turns a handle factory into a configuration (the CLI's `builder`, `build_default`);
-    it may raise ConfigError. `apply` swaps in a later one built with `make_handle`. ``cluster`` is where
+    it may raise ConfigurationError. `apply` swaps in a later one built with `make_handle`. ``cluster`` is where
     pods are bound and reports go (the plugins' `handle.cluster` too); ``extenders`` makes the configured
     extenders' client (`remote.extenders.ExtenderSet`; without it, a configuration naming some is refused);
     ``default_selector`` feeds PodTopologySpread's default constraints (`cluster.workloads`).

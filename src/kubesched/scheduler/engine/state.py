@@ -14,7 +14,7 @@ from typing import Any
 
 from kubesched.api.core import Pod
 from kubesched.cluster.cache import ClusterCache
-from kubesched.config.model import DEFAULT_SCHEDULER_NAME
+from kubesched.config.v1 import DEFAULT_SCHEDULER_NAME
 from kubesched.framework.guard import FrameworkError
 from kubesched.scheduler.engine import queue as q
 from kubesched.scheduler.engine.binding import Binder, WaitingPods

@@ -21,8 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
-from kubesched.config.profiles import ConfigError, SchedulerConfiguration, default_configuration, read_file
-from kubesched.errors import FieldError, index
+from kubesched.config.profiles import SchedulerConfiguration, default_configuration, read_file
+from kubesched.errors import ConfigurationError, FieldError, index
 from kubesched.framework.build import build_profiles
 from kubesched.framework.interfaces import Handle
 from kubesched.framework.loader import load_object, not_installed
@@ -102,7 +102,7 @@ def build(
     """Every profile of an already-read ``config`` from an already-loaded ``registry``, with ``release``'s default
     plugins and semantics (each handle gets it before its plugins are built).
 
-    ConfigError lists every problem (``errors`` may bring earlier ones: of reading and loading)."""
+    ConfigurationError lists every problem (``errors`` may bring earlier ones: of reading and loading)."""
     problems = list(errors)
 
     def handle_of(name: str) -> Handle:
@@ -119,7 +119,7 @@ def build(
         ignored_resources=config.ignored_resources,
     )
     if problems:
-        raise ConfigError(problems)
+        raise ConfigurationError(errors=problems)
     return Built(config, registry, profiles)
 
 
@@ -143,7 +143,7 @@ class PluginSource:
     def build(self, config: SchedulerConfiguration, registry: Registry) -> list[FieldError]:
         try:
             build(config, registry, Handle)
-        except ConfigError as err:
+        except ConfigurationError as err:
             return list(err.errors)
         return []
 
@@ -161,7 +161,7 @@ class Loaded:
     release: Release = REFERENCE
 
     def build(self, make_handle: Callable[[str], Handle]) -> Built:
-        """The configuration's profiles, each plugin given ``make_handle(profile name)``; raises ConfigError."""
+        """The configuration's profiles, each plugin given ``make_handle(profile name)``; raises ConfigurationError."""
         return build(self.config, self.registry, make_handle, self.errors, self.release)
 
 
@@ -182,7 +182,7 @@ def read(
     default_profile: str | None = None,
     entry_points: EntryPoints = _installed_entry_points,
 ) -> Loaded:
-    """Read ``path`` (None: the default configuration) and load its plugins; ConfigError if it cannot be read.
+    """Read ``path`` (None: the default configuration) and load its plugins; ConfigurationError if it cannot be read.
 
     ``default_profile``: the scheduler name of the one profile when the file names none (else upstream's
     default-scheduler)."""
@@ -190,7 +190,7 @@ def read(
         return load(default_configuration(default_profile), entry_points=entry_points)
     config, errors = read_file(path, default_profile=default_profile)
     if config is None:
-        raise ConfigError(errors)
+        raise ConfigurationError(errors=errors)
     return load(config, errors, entry_points)
 
 
@@ -200,7 +200,7 @@ def build_from_file(
     entry_points: EntryPoints = _installed_entry_points,
     default_profile: str | None = None,
 ) -> Built:
-    """Read, load and build (a reload does all three); ConfigError lists every problem of the file, its
+    """Read, load and build (a reload does all three); ConfigurationError lists every problem of the file, its
     plugins and their args."""
     return read(path, default_profile=default_profile, entry_points=entry_points).build(make_handle)
 
@@ -260,7 +260,7 @@ class Reloader(Generic[T]):
         self._stamp = stamp
         try:
             built = self.build()
-        except ConfigError as err:
+        except ConfigurationError as err:
             self.refusals += 1
             log.error("configuration %s changed but is invalid; keeping the running one", self.path)
             for e in err.errors:

@@ -28,7 +28,7 @@ import msgspec
 
 from kubesched.api import extender_v1 as wire
 from kubesched.api.core import NodeList
-from kubesched.config.model import Extender
+from kubesched.config.v1 import Extender
 from kubesched.core.nodetable import NodeTable, Rows
 from kubesched.core.podinfo import PodInfo
 from kubesched.framework.status import Status

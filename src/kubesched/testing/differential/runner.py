@@ -27,7 +27,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from kubesched.testing.adminapi import ApiError
+from kubesched.cluster.kubeclient import APIError
 from kubesched.testing.controlplane import ControlPlane
 from kubesched.testing.differential.extender import PassThroughExtender
 from kubesched.testing.differential.generate import Knobs, Scenario, generate, started_at
@@ -259,15 +259,15 @@ class _Driver:
             if pod["metadata"]["name"] in sc.terminating:
                 meta = pod["metadata"]
                 path = f"/api/v1/namespaces/{meta['namespace']}/pods/{meta['name']}"
-                with contextlib.suppress(ApiError):  # gone already (a preemption's victim)
+                with contextlib.suppress(APIError):  # gone already (a preemption's victim)
                     cp.api("PATCH", path, {"metadata": {"finalizers": None}})
         for svc in sc.services:
             meta = svc["metadata"]
-            with contextlib.suppress(ApiError):
+            with contextlib.suppress(APIError):
                 cp.api("DELETE", f"/api/v1/namespaces/{meta['namespace']}/services/{meta['name']}")
         for pdb, _ in sc.pdbs:
             meta = pdb["metadata"]
-            with contextlib.suppress(ApiError):
+            with contextlib.suppress(APIError):
                 cp.api("DELETE", f"/apis/policy/v1/namespaces/{meta['namespace']}/poddisruptionbudgets/{meta['name']}")
         for ns in sc.namespaces:
             cp.delete_namespace(ns["metadata"]["name"])
@@ -280,7 +280,7 @@ class _Driver:
             for obj in items:
                 try:
                     cp.api("DELETE", f"/apis/{kind}/{obj['metadata']['name']}")
-                except ApiError as err:
+                except APIError as err:
                     if err.status != 404:
                         raise
 
@@ -387,7 +387,7 @@ class _Driver:
             time.sleep(0.02)
         for p in victims:
             path = f"/api/v1/namespaces/{p['metadata']['namespace']}/pods/{p['metadata']['name']}"
-            with contextlib.suppress(ApiError):  # gone already
+            with contextlib.suppress(APIError):  # gone already
                 if p["metadata"].get("finalizers"):
                     self.cp.api("PATCH", path, {"metadata": {"finalizers": None}})
                 self.cp.api("DELETE", path, {"gracePeriodSeconds": 0})

@@ -9,8 +9,8 @@ import numpy as np
 
 from kubesched.api.core import Node
 from kubesched.cluster.cache import ClusterCache
-from kubesched.config.model import Extender
 from kubesched.config.profiles import parse
+from kubesched.config.v1 import Extender
 from kubesched.core.podinfo import PodInfo
 from kubesched.framework.build import Profile
 from kubesched.framework.diagnosis import Diagnosis

@@ -13,8 +13,8 @@ import pytest
 
 from kubesched.api.core import Node
 from kubesched.cluster.cache import ClusterCache
-from kubesched.config.model import Extender, ManagedResource
 from kubesched.config.profiles import SchedulerConfiguration, parse
+from kubesched.config.v1 import Extender, ManagedResource
 from kubesched.core.podinfo import PodInfo
 from kubesched.framework.build import Profile
 from kubesched.framework.interfaces import CycleState, Handle, PermitPlugin

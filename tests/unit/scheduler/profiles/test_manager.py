@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 import yaml
 
-from kubesched.config.profiles import ConfigError, parse
+from kubesched.config.profiles import parse
+from kubesched.errors import ConfigurationError
 from kubesched.framework.interfaces import Handle
 from kubesched.scheduler.profiles.manager import (
     Built,
@@ -106,7 +107,7 @@ def test_multipoint_and_per_point_enable_disable_and_weights() -> None:
 
 
 def test_unknown_plugins_wrong_points_and_bad_args_are_all_reported() -> None:
-    with pytest.raises(ConfigError) as err:
+    with pytest.raises(ConfigurationError) as err:
         built_from(
             {
                 "profiles": [
@@ -127,7 +128,9 @@ def test_unknown_plugins_wrong_points_and_bad_args_are_all_reported() -> None:
     assert "profiles[0].plugins.score.enabled[0].name: plugin 'NodeName' does not extend score" in found
     assert not any("Ghost" in f for f in found)
     # kube-scheduler's args rules are checked when the file is read, at the entry's own path.
-    with pytest.raises(ConfigError, match=r"profiles\[0\]\.pluginConfig\[0\]\.args\.scoringStrategy\.type: .*Weird"):
+    with pytest.raises(
+        ConfigurationError, match=r"profiles\[0\]\.pluginConfig\[0\]\.args\.scoringStrategy\.type: .*Weird"
+    ):
         built_from(
             {
                 "profiles": [

@@ -1,4 +1,8 @@
-"""The typed model of kube-scheduler's `extenders` configuration and the parts of the file around it.
+"""The versioned document, `kubescheduler.config.k8s.io/v1`, as written: its extenders and the parts around them.
+
+`SchedulerConfigV1`, `ProfileV1` and `LeaderElectionV1` are the file as kube-scheduler reads it (what `config
+extender` and `manifests` render, what `config validate` checks); the scheduler runs from what `profiles.py` makes of
+it, `SchedulerConfiguration`. `Extender` and its parts are shared by both.
 
 Field defaults are the Go zero values of `kubescheduler.config.k8s.io/v1`, so a parsed document maps one to one onto
 the model; the friendlier defaults of `kubesched config extender` live in the CLI. Rendering is in `render.py`,
@@ -113,7 +117,7 @@ class Extender:
 
 
 @dataclass(frozen=True, slots=True)
-class Profile:
+class ProfileV1:
     """One `profiles` entry. Only `schedulerName` is modelled; `extra` keeps known upstream keys verbatim."""
 
     scheduler_name: str
@@ -121,7 +125,7 @@ class Profile:
 
 
 @dataclass(frozen=True, slots=True)
-class LeaderElection:
+class LeaderElectionV1:
     """`leaderElection`; empty strings mean "unset" (kube-scheduler defaults: leases, kube-scheduler, kube-system)."""
 
     leader_elect: bool = True
@@ -133,7 +137,7 @@ class LeaderElection:
 
 
 @dataclass(frozen=True, slots=True)
-class SchedulerConfig:
+class SchedulerConfigV1:
     """A `KubeSchedulerConfiguration` reduced to what kubesched generates and checks.
 
     `profiles=()` means "not set" (kube-scheduler then creates one `default-scheduler` profile). Known upstream keys
@@ -142,8 +146,8 @@ class SchedulerConfig:
     """
 
     extenders: tuple[Extender, ...] = ()
-    profiles: tuple[Profile, ...] = field(default_factory=lambda: (Profile(DEFAULT_SCHEDULER_NAME),))
-    leader_election: LeaderElection | None = None
+    profiles: tuple[ProfileV1, ...] = field(default_factory=lambda: (ProfileV1(DEFAULT_SCHEDULER_NAME),))
+    leader_election: LeaderElectionV1 | None = None
     kubeconfig: str = ""
     client_connection_extra: Mapping[str, object] = field(default_factory=dict)
     extra: Mapping[str, object] = field(default_factory=dict)
