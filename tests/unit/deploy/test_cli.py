@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -162,6 +163,25 @@ def test_output_directory_gets_one_file_per_object(tmp_path: Path, capsys: pytes
     assert written[0].endswith("00-namespace-kubesched.yaml") and len(written) == 8
     assert all(Path(p).is_file() for p in written)
     assert "zz-old.yaml was not rendered now" in captured.err
+
+
+@pytest.mark.parametrize("certs", ["--generate-certs", "--certs-dir"])
+def test_the_file_of_the_secret_holding_the_key_is_private(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], certs: str
+) -> None:
+    """Written 0600, also over a file of an earlier run left readable; the other files as the umask makes them."""
+    out = tmp_path / "out"
+    flags = [certs] if certs == "--generate-certs" else [certs, str(make_certs(tmp_path / "pki"))]
+    assert main(["manifests", "webhook", *flags, "-o", str(out)]) == 0
+    (secret,) = out.glob("*-secret-*.yaml")
+    assert stat.S_IMODE(secret.stat().st_mode) == 0o600
+    assert "tls.key" in yaml.safe_load(secret.read_text())["data"]
+    others = [p for p in out.glob("*.yaml") if p != secret]
+    assert others and all(stat.S_IMODE(p.stat().st_mode) & 0o044 for p in others)
+    secret.chmod(0o644)
+    assert main(["manifests", "webhook", *flags, "-o", str(out)]) == 0
+    assert stat.S_IMODE(secret.stat().st_mode) == 0o600
+    capsys.readouterr()
 
 
 @pytest.mark.parametrize(
