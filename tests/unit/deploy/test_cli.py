@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import ssl
 import stat
 from pathlib import Path
 from typing import Any
@@ -48,6 +49,28 @@ def test_certs_from_kubesched_certs_become_the_secret_and_the_ca_bundle(
     assert base64.b64decode(hook["clientConfig"]["caBundle"]) == (certs / "ca.crt").read_bytes()
     secret = find(objects, "Secret", "kubesched-webhook-tls")
     assert base64.b64decode(secret["data"]["tls.key"]) == (certs / "tls.key").read_bytes()
+
+
+def test_a_renewal_trusts_both_cas_then_the_new_one(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """docs/deploy.md, Certificate rotation: ca.crt = the new CA, then the old one; the caBundle holds both (the
+    pods still serving the old certificate stay trusted), then the new CA alone."""
+    old, new = make_certs(tmp_path / "certs"), make_certs(tmp_path / "certs-new")
+    new_ca = (new / "ca.crt").read_bytes()
+    (new / "ca.crt").write_bytes(new_ca + (old / "ca.crt").read_bytes())
+    capsys.readouterr()
+    objects = manifests(capsys, "webhook", "--certs-dir", str(new))
+    bundle = base64.b64decode(
+        find(objects, "ValidatingWebhookConfiguration", "kubesched-webhook.kubesched")["webhooks"][0]["clientConfig"][
+            "caBundle"
+        ]
+    )
+    assert bundle == new_ca + (old / "ca.crt").read_bytes()
+    trusted = ssl.create_default_context(cadata=bundle.decode())
+    assert len(trusted.get_ca_certs()) == 2
+    # The old CA first would not have signed the new tls.crt: refused, as any CA that did not sign it.
+    (new / "ca.crt").write_bytes((old / "ca.crt").read_bytes() + new_ca)
+    assert main(["manifests", "webhook", "--certs-dir", str(new)]) == 2
+    assert "tls.crt was not signed by ca.crt" in capsys.readouterr().err
 
 
 def test_certs_for_another_namespace_are_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
