@@ -93,8 +93,11 @@ class ServingTLS:
             contents: tuple[bytes, ...] | str = self._read()
         except OSError as err:  # e.g. renamed away for a moment
             contents = f"{err.filename}: {err.strerror}"
-        if contents == self._current.contents or contents == self._refused:
-            return False  # unchanged (touched at most), or refused already: logged and counted once
+        if contents == self._current.contents:
+            self._refused = None  # back to what is served: a later breakage is news again
+            return False  # unchanged (touched at most)
+        if contents == self._refused:
+            return False  # refused already: logged and counted once
         try:
             if isinstance(contents, str):
                 raise OSError(contents)
