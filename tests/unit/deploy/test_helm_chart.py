@@ -366,3 +366,26 @@ def test_helm_values_of_the_cli_render_the_same_objects(
 def test_helm_values_excludes_file_output(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["manifests", "scheduler", "--helm-values", "-o", str(tmp_path)]) == 2
     assert "--helm-values: prints the values on stdout; drop -o/--kustomize" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("mode", ["generate", "provided", "cert-manager", "manifests"])
+def test_the_webhook_mounts_its_whole_secret_so_kubelet_updates_the_files(
+    helm: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], mode: str
+) -> None:
+    """A renewed Secret reaches the pod only through a whole-volume mount (kubelet never updates a `subPath`):
+    then the webhook reloads its files and nothing has to roll (docs/deploy.md, Certificate rotation)."""
+    if mode == "manifests":
+        objects = cli(["webhook", "--generate-certs"])
+    else:
+        certificates = provided(certs(tmp_path, "kubesched")) if mode == "provided" else {"mode": mode}
+        capsys.readouterr()
+        objects = template(helm, {"webhook": {"enabled": True, "certificates": certificates}}, tmp_path, "kubesched")
+    (deployment,) = [o for o in objects if o["kind"] == "Deployment" and o["metadata"]["name"] == "kubesched-webhook"]
+    pod = deployment["spec"]["template"]["spec"]
+    (container,) = pod["containers"]
+    (volume,) = [v for v in pod["volumes"] if v.get("secret", {}).get("secretName") == "kubesched-webhook-tls"]
+    (mount,) = [m for m in container["volumeMounts"] if m["name"] == volume["name"]]
+    assert "subPath" not in mount and "subPathExpr" not in mount and "items" not in volume["secret"]
+    args = container["args"]
+    for flag, name in (("--tls-cert", "tls.crt"), ("--tls-key", "tls.key")):
+        assert args[args.index(flag) + 1] == f"{mount['mountPath']}/{name}"
