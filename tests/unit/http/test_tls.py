@@ -8,7 +8,9 @@ import asyncio
 import datetime as dt
 import logging
 import os
+import socket
 import ssl
+import struct
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -122,6 +124,28 @@ async def test_a_renewed_pair_is_served_from_the_next_handshake(files: Files, se
         assert await first.healthz() == 200
     first.close()
     second.close()
+
+
+async def test_silent_and_reset_clients_across_a_reload(files: Files, served: tuple[ServingTLS, int]) -> None:
+    """A client connected before the reload that sends its ClientHello after it gets the new certificate; one that
+    resets in the middle of its ClientHello disturbs nobody."""
+    tls, port = served
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)  # connected, silent
+    _, resetting = await asyncio.open_connection("127.0.0.1", port)
+    resetting.write(b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03")  # a ClientHello's first bytes
+    await resetting.drain()
+    resetting.get_extra_info("socket").setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    resetting.close()  # RST
+    renewed = files.issue()
+    files.install(renewed)
+    assert tls.check() is True
+    await writer.start_tls(client(files.dir / "ca.crt"), server_hostname="127.0.0.1")
+    silent = Conn(reader, writer)
+    assert silent.serial == serial_of(renewed) and await silent.healthz() == 200
+    silent.close()
+    fresh = await connect(port, client(files.dir / "ca.crt"))
+    assert fresh.serial == serial_of(renewed) and await fresh.healthz() == 200
+    fresh.close()
 
 
 async def test_watch_follows_the_files_without_being_called(files: Files, served: tuple[ServingTLS, int]) -> None:
