@@ -194,10 +194,12 @@ def key_pair() -> tuple[bytes, bytes]:
 
 
 def write_private(path: Path, data: bytes) -> Path:
-    """Write secret bytes with mode 0600 from the start (no window where others can read them)."""
+    """Write secret bytes with mode 0600, whether the file is new (created so: no window where others can read
+    them) or was there (0644 from another tool: emptied, then made private before anything is written)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "wb") as out:
+        os.fchmod(fd, 0o600)  # the mode given to os.open applies only to a file it creates
         out.write(data)
     return path
 

@@ -392,7 +392,9 @@ def test_where_the_operator_api_is_served_the_monitoring_objects_are_installed(r
         ca = cp.api("GET", f"/api/v1/namespaces/{NS}/configmaps/kubesched-webhook-ca")["data"]["ca.crt"]
         secret = cp.api("GET", f"/api/v1/namespaces/{NS}/secrets/kubesched-webhook-tls")["data"]["ca.crt"]
         assert ca == base64.b64decode(secret).decode()
-        assert cp.api("GET", f"{base}/prometheusrules/kubesched")["spec"]["groups"]
+        rules = cp.api("GET", f"{base}/prometheusrules/kubesched")["spec"]["groups"][0]["rules"]
+        certificate = {"KubeschedServingCertificateExpiring", "KubeschedServingCertificateExpiringCritical"}
+        assert {*certificate, "KubeschedServingCertificateReloadRefused"} <= {r["alert"] for r in rules}
     finally:
         release.helm_run("upgrade", "kubesched", str(CHART), values=VALUES)
         for kind in made:

@@ -108,6 +108,18 @@ def test_write_pair_keeps_key_private(tmp_path: Path, ca: pki.CertKey) -> None:
     assert stat.S_IMODE(key_path.stat().st_mode) == 0o600
 
 
+def test_write_private_makes_an_existing_file_private(tmp_path: Path, ca: pki.CertKey) -> None:
+    """os.open's mode applies only to a file it creates: a key written over a 0644 file must not stay 0644."""
+    key_path = tmp_path / "tls.key"
+    key_path.write_bytes(b"old, longer than the new contents " * 100)
+    key_path.chmod(0o644)
+    pki.write_private(key_path, ca.key_pem)
+    assert stat.S_IMODE(key_path.stat().st_mode) == 0o600
+    assert key_path.read_bytes() == ca.key_pem
+    pki.write_pair(ca, tmp_path / "tls.crt", key_path)  # and again through write_pair
+    assert stat.S_IMODE(key_path.stat().st_mode) == 0o600
+
+
 def test_mutual_tls_handshake_on_loopback(tmp_path: Path) -> None:
     """A real handshake: server cert checked by IP SAN, client cert checked against the client CA."""
     server_ca, client_ca = pki.new_ca("server-ca"), pki.new_ca("client-ca")

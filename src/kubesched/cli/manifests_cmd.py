@@ -183,7 +183,9 @@ def run(args: argparse.Namespace) -> int:
     if args.output is None:
         sys.stdout.write(render.stream(objects))
     else:
-        _write(args.output, files)
+        # A Secret's file holds the webhook's private key: readable by its owner only, as `kubesched certs` writes it.
+        secrets = {n for n, o in zip(render.file_names(objects), objects, strict=True) if o["kind"] == "Secret"}
+        _write(args.output, files, private=secrets)
     if args.generate_certs:
         print(
             "kubesched: note: the output holds the webhook's private key (Secret kubesched-webhook-tls)",
@@ -403,13 +405,17 @@ def _read_bytes(path: Path, flag: str) -> bytes:
         raise CLIError(f"{flag}: cannot read {path}: {err.strerror or err}") from None
 
 
-def _write(directory: Path, files: dict[str, str]) -> None:
+def _write(directory: Path, files: dict[str, str], private: set[str]) -> None:
+    """The files into `directory`; those named in `private` with mode 0600 (also when they were there before)."""
     try:
         directory.mkdir(parents=True, exist_ok=True)
         stale = sorted(p.name for p in directory.glob("*.yaml") if p.name not in files)
         for name, text in files.items():
             (directory / name).parent.mkdir(parents=True, exist_ok=True)
-            (directory / name).write_text(text, encoding="utf-8")
+            if name in private:
+                pki.write_private(directory / name, text.encode())
+            else:
+                (directory / name).write_text(text, encoding="utf-8")
     except OSError as err:
         raise CLIError(f"-o {directory}: {err.strerror or err}") from None
     for name in stale:

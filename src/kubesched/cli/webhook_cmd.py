@@ -66,10 +66,9 @@ def _tls(cert: Path | None, key: Path | None) -> ServingTLS:
             raise CLIError(f"{flag}: no such file {path}")
     try:
         return ServingTLS(cert, key)  # reloaded when the files change
-    except (ssl.SSLError, ValueError) as err:
-        raise CLIError(
-            f"--tls-cert/--tls-key: not a usable certificate and key: {getattr(err, 'reason', None) or err}"
-        ) from None
+    except (ssl.SSLError, OSError, ValueError) as err:  # OSError: e.g. a key the user may not read
+        reason = getattr(err, "reason", None) or getattr(err, "strerror", None) or err
+        raise CLIError(f"--tls-cert/--tls-key: not a usable certificate and key: {reason}") from None
 
 
 def run_serve(args: argparse.Namespace) -> int:

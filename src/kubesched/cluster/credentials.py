@@ -260,8 +260,11 @@ class Credentials:
         assert self.exec is not None
         try:
             doc = json.loads(out)
-        except ValueError as err:
-            raise CredentialError(f"{self._what()}: output is not an ExecCredential (JSON: {err})") from None
+        except json.JSONDecodeError as err:  # where it breaks, never what it holds (the token)
+            where = f"{err.msg} at line {err.lineno}, column {err.colno}"
+            raise CredentialError(f"{self._what()}: output is not an ExecCredential (JSON: {where})") from None
+        except ValueError:
+            raise CredentialError(f"{self._what()}: output is not an ExecCredential (not UTF-8 JSON)") from None
         if not isinstance(doc, dict) or doc.get("kind") != "ExecCredential":
             raise CredentialError(f"{self._what()}: output is not an ExecCredential")
         if doc.get("apiVersion") != self.exec.api_version:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import base64
 import binascii
 import os
+import re
 import ssl
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -71,16 +72,39 @@ def kubeconfig_paths(kubeconfig: str | None, env: Mapping[str, str] = os.environ
 
 def _read(path: Path) -> dict[str, Any]:
     try:
-        doc = yaml.safe_load(path.read_text())
+        doc = yaml.safe_load(path.read_text(encoding="utf-8"))
     except OSError as err:
         raise KubeConfigError(f"{path}: cannot read: {err.strerror}") from None
+    except UnicodeDecodeError as err:
+        raise KubeConfigError(f"{path}: not UTF-8 text (byte {err.start + 1})") from None
     except yaml.YAMLError as err:
-        raise KubeConfigError(f"{path}: not valid YAML: {err}") from None
+        raise KubeConfigError(f"{path}: not valid YAML: {yaml_problem(err)}") from None
     if doc is None:
         return {}
     if not isinstance(doc, dict):
         raise KubeConfigError(f"{path}: not a kubeconfig")
     return doc
+
+
+def yaml_problem(err: yaml.YAMLError) -> str:
+    """Where a kubeconfig's YAML breaks, never what is written there: PyYAML's message quotes the lines around the
+    mark (a `token:`, a `client-key-data:`) and its problem may quote what it found; both are left out."""
+    mark = getattr(err, "problem_mark", None) or getattr(err, "context_mark", None)
+    if mark is None:
+        position = getattr(err, "position", None)  # a ReaderError: a character YAML does not allow
+        if isinstance(position, int):
+            return f"a character YAML does not allow at character {position + 1}"
+        return "unreadable"
+    where = f"line {mark.line + 1}, column {mark.column + 1}"
+    problem = getattr(err, "problem", None)
+    if not isinstance(problem, str):
+        return where
+    if "'\\t'" in problem:
+        return f"a tab at {where} (YAML indents with spaces)"
+    return f"{' '.join(_QUOTED.sub('', problem).split())} at {where}"
+
+
+_QUOTED = re.compile(r"'[^']*'|\"[^\"]*\"")
 
 
 def _merge(paths: Sequence[Path]) -> tuple[dict[str, dict[str, _Entry]], str]:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 import ssl
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -24,7 +23,8 @@ log = logging.getLogger("kubesched.http.tls")
 # ECDHE key exchange with AEAD ciphers for TLS 1.2 (TLS 1.3's suites are all AEAD): Go's defaults, which
 # kube-apiserver and kube-scheduler serve with, without the CBC suites Go still keeps for old clients.
 CIPHERS = "ECDHE+AESGCM:ECDHE+CHACHA20"
-# How often the files are looked at: three stat calls. kubelet updates a mounted Secret within about a minute.
+# How often the files are read and compared (three small files; their mtime would miss a rewrite of the same size
+# within one tick of the kernel's coarse clock). kubelet updates a mounted Secret within about a minute.
 POLL_SECONDS = 2.0
 
 
@@ -39,9 +39,6 @@ def server_context(cert: str | Path, key: str | Path, client_ca: str | Path | No
         ctx.load_verify_locations(client_ca)
         ctx.verify_mode = ssl.CERT_REQUIRED
     return ctx
-
-
-_Stamp = tuple[tuple[int, int, int, int] | None, ...]
 
 
 @dataclass(frozen=True)
@@ -60,8 +57,8 @@ class ServingTLS:
         self.client_ca = client_ca
         self.interval = interval
         self.reloads = {"applied": 0, "refused": 0}
-        self._stamp = self._stat()
-        self._current = self._load()  # the first load raises: the server does not start without TLS
+        self._refused: tuple[bytes, ...] | str | None = None  # what was refused last: not retried until it changes
+        self._current = self._load(self._read())  # the first load raises: the server does not start without TLS
         # The context the listener holds: each handshake is moved to the current one (the SNI callback runs for
         # every ClientHello, with or without a server name), so the listener never has to be replaced.
         self.context = self._current.context
@@ -81,36 +78,36 @@ class ServingTLS:
         if current is not ctx:
             conn.context = current
 
-    def _stat(self) -> _Stamp:
-        stamps: list[tuple[int, int, int, int] | None] = []
-        for path in self.paths:
-            try:
-                st = os.stat(path)  # follows symlinks: a Secret volume swaps its ..data link
-            except OSError:
-                stamps.append(None)
-            else:
-                stamps.append((st.st_mtime_ns, st.st_size, st.st_ino, st.st_dev))
-        return tuple(stamps)
+    def _read(self) -> tuple[bytes, ...]:
+        return tuple(p.read_bytes() for p in self.paths)  # follows symlinks: a Secret volume swaps its ..data link
 
-    def _load(self) -> _Loaded:
-        contents = tuple(p.read_bytes() for p in self.paths)
+    def _load(self, contents: tuple[bytes, ...]) -> _Loaded:
+        # The files are read again by OpenSSL: if they changed in between, the next check sees it and loads again.
         ctx = server_context(self.paths[0], self.paths[1], self.client_ca)
         cert = x509.load_pem_x509_certificate(contents[0])  # the leaf: the first block
         return _Loaded(ctx, contents, cert.serial_number, cert.not_valid_after_utc.timestamp())
 
     def check(self) -> bool:
         """Reload when a file changed; whether new handshakes now get a new certificate, key or client CA."""
-        stamp = self._stat()
-        if stamp == self._stamp:
-            return False
-        self._stamp = stamp  # a failed load is retried when the files change again, not every poll
         try:
-            if tuple(p.read_bytes() for p in self.paths) == self._current.contents:
-                return False  # touched, not changed
-            loaded = self._load()
+            contents: tuple[bytes, ...] | str = self._read()
+        except OSError as err:  # e.g. renamed away for a moment
+            contents = f"{err.filename}: {err.strerror}"
+        if contents == self._current.contents:
+            self._refused = None  # back to what is served: a later breakage is news again
+            return False  # unchanged (touched at most)
+        if contents == self._refused:
+            return False  # refused already: logged and counted once
+        try:
+            if isinstance(contents, str):
+                raise OSError(contents)
+            loaded = self._load(contents)
         except (OSError, ssl.SSLError, ValueError) as err:
+            self._refused = contents
             self.reloads["refused"] += 1
-            reason = getattr(err, "reason", None) or getattr(err, "strerror", None) or err
+            reason = getattr(err, "reason", None) or (
+                "not PEM, or cut short" if isinstance(err, ssl.SSLError) else getattr(err, "strerror", None) or err
+            )
             log.warning(
                 "TLS files %s changed but do not load (%s): still serving certificate serial %x",
                 ", ".join(map(str, self.paths)),
@@ -118,6 +115,7 @@ class ServingTLS:
                 self._current.serial,
             )
             return False
+        self._refused = None
         loaded.context.sni_callback = self._select  # unused (a swapped-in context's callback is not called)
         self._current = loaded
         self.reloads["applied"] += 1

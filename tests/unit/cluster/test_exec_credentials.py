@@ -264,3 +264,15 @@ async def test_client_certificate_files_are_reloaded_when_they_change(
         assert creds.ssl_context() is kept
         assert "client certificate not reloaded" in caplog.text
         assert await who(port) == b"bob"
+
+
+async def test_a_malformed_exec_credential_is_located_without_echoing_the_token(tmp_path: Path) -> None:
+    """A plugin's output cut short after the token: the error says where the JSON breaks, not what it holds."""
+    secret = "SECRET-exec-token-9b2e"
+    out = '{"apiVersion": "client.authentication.k8s.io/v1", "kind": "ExecCredential",\n "status": {"token": "%s"'
+    (tmp_path / "cut.py").write_text(f"print({out % secret!r})\n")
+    ex = ExecConfig(sys.executable, "client.authentication.k8s.io/v1", (str(tmp_path / "cut.py"),))
+    with pytest.raises(CredentialError) as err:
+        await Credentials("eks-user", exec_config=ex).refresh()
+    assert secret not in str(err.value)
+    assert "output is not an ExecCredential" in str(err.value) and "at line 3, column 1" in str(err.value)

@@ -150,3 +150,44 @@ def test_tls_server_name_and_proxy_url_are_read_and_a_socks_proxy_is_refused_by_
         KubeConfigError, match=r"clusters\[c\].proxy-url: 'socks5://proxy:1080': only http.* \(socks5 is not\)"
     ):
         from_kubeconfig(write(tmp_path / "kc", doc))
+
+
+SECRET = "SECRET-token-4f1c9a0d7e"
+MALFORMED = {
+    # A token line followed by a line indented one space less: the parser stops right after the token.
+    "bad indentation": (
+        "apiVersion: v1\nkind: Config\nusers:\n- name: admin\n  user:\n    token: %s\n   client-key-data: x\n",
+        "line 7, column 4",
+    ),
+    "a tab": ("users:\n- name: admin\n  user:\n\ttoken: %s\n", "line 4, column 1"),
+    "an unclosed quote": ('users:\n- name: admin\n  user:\n    token: "%s\n', "line 5, column 1"),
+    "a colon in the token": ("users:\n- name: admin\n  user:\n    token: %s: more\n", "line 4, column "),
+    "a tag": ("users:\n- name: admin\n  user:\n    token: !%s x\n", "line 4, column 12"),
+}
+
+
+@pytest.mark.parametrize("text", list(MALFORMED.values()), ids=list(MALFORMED))
+def test_a_malformed_kubeconfig_is_located_without_echoing_its_secrets(tmp_path: Path, text: tuple[str, str]) -> None:
+    """PyYAML's message quotes the lines around the problem (the token) and sometimes what it found (a tag): the
+    error names the file, the line and the column only."""
+    body, where = text
+    path = tmp_path / "kubeconfig"
+    path.write_text(body % SECRET)
+    with pytest.raises(KubeConfigError) as err:
+        from_kubeconfig(path)
+    message = str(err.value)
+    assert SECRET not in message and "SECRET" not in message
+    assert message.startswith(f"{path}: not valid YAML: ") and where in message, message
+    assert "\n" not in message
+
+
+def test_a_kubeconfig_that_is_not_text_says_where(tmp_path: Path) -> None:
+    path = tmp_path / "kubeconfig"
+    path.write_bytes(b"users:\n- name: a\n  user: {token: " + SECRET.encode() + b"\x00}\n")
+    with pytest.raises(KubeConfigError) as err:
+        from_kubeconfig(path)
+    assert SECRET not in str(err.value) and "at character 57" in str(err.value)
+    path.write_bytes(b"users:\n- name: a\n  user: {token: " + SECRET.encode() + b"\xff}\n")
+    with pytest.raises(KubeConfigError) as err:
+        from_kubeconfig(path)
+    assert str(err.value) == f"{path}: not UTF-8 text (byte 57)"

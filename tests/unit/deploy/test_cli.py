@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import base64
+import ssl
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +49,28 @@ def test_certs_from_kubesched_certs_become_the_secret_and_the_ca_bundle(
     assert base64.b64decode(hook["clientConfig"]["caBundle"]) == (certs / "ca.crt").read_bytes()
     secret = find(objects, "Secret", "kubesched-webhook-tls")
     assert base64.b64decode(secret["data"]["tls.key"]) == (certs / "tls.key").read_bytes()
+
+
+def test_a_renewal_trusts_both_cas_then_the_new_one(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """docs/deploy.md, Certificate rotation: ca.crt = the new CA, then the old one; the caBundle holds both (the
+    pods still serving the old certificate stay trusted), then the new CA alone."""
+    old, new = make_certs(tmp_path / "certs"), make_certs(tmp_path / "certs-new")
+    new_ca = (new / "ca.crt").read_bytes()
+    (new / "ca.crt").write_bytes(new_ca + (old / "ca.crt").read_bytes())
+    capsys.readouterr()
+    objects = manifests(capsys, "webhook", "--certs-dir", str(new))
+    bundle = base64.b64decode(
+        find(objects, "ValidatingWebhookConfiguration", "kubesched-webhook.kubesched")["webhooks"][0]["clientConfig"][
+            "caBundle"
+        ]
+    )
+    assert bundle == new_ca + (old / "ca.crt").read_bytes()
+    trusted = ssl.create_default_context(cadata=bundle.decode())
+    assert len(trusted.get_ca_certs()) == 2
+    # The old CA first would not have signed the new tls.crt: refused, as any CA that did not sign it.
+    (new / "ca.crt").write_bytes((old / "ca.crt").read_bytes() + new_ca)
+    assert main(["manifests", "webhook", "--certs-dir", str(new)]) == 2
+    assert "tls.crt was not signed by ca.crt" in capsys.readouterr().err
 
 
 def test_certs_for_another_namespace_are_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -162,6 +186,25 @@ def test_output_directory_gets_one_file_per_object(tmp_path: Path, capsys: pytes
     assert written[0].endswith("00-namespace-kubesched.yaml") and len(written) == 8
     assert all(Path(p).is_file() for p in written)
     assert "zz-old.yaml was not rendered now" in captured.err
+
+
+@pytest.mark.parametrize("certs", ["--generate-certs", "--certs-dir"])
+def test_the_file_of_the_secret_holding_the_key_is_private(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], certs: str
+) -> None:
+    """Written 0600, also over a file of an earlier run left readable; the other files as the umask makes them."""
+    out = tmp_path / "out"
+    flags = [certs] if certs == "--generate-certs" else [certs, str(make_certs(tmp_path / "pki"))]
+    assert main(["manifests", "webhook", *flags, "-o", str(out)]) == 0
+    (secret,) = out.glob("*-secret-*.yaml")
+    assert stat.S_IMODE(secret.stat().st_mode) == 0o600
+    assert "tls.key" in yaml.safe_load(secret.read_text())["data"]
+    others = [p for p in out.glob("*.yaml") if p != secret]
+    assert others and all(stat.S_IMODE(p.stat().st_mode) & 0o044 for p in others)
+    secret.chmod(0o644)
+    assert main(["manifests", "webhook", *flags, "-o", str(out)]) == 0
+    assert stat.S_IMODE(secret.stat().st_mode) == 0o600
+    capsys.readouterr()
 
 
 @pytest.mark.parametrize(

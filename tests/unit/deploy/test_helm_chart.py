@@ -15,9 +15,11 @@ import pytest
 import yaml
 from cryptography import x509
 
+from kubesched import pki
 from kubesched.cli import manifests_cmd
 from kubesched.cli.main import build_parser, main
 from kubesched.deploy import render
+from kubesched.http.tls import ServingTLS
 from tests.unit.deploy.helm_cases import (
     CASES,
     PLUGIN,
@@ -188,6 +190,9 @@ def test_metrics_extras(helm: Path, tmp_path: Path) -> None:
         "KubeschedLeaderMissing",
         "KubeschedConfigReloadRefused",
         "KubeschedWebhookErrors",
+        "KubeschedServingCertificateExpiring",
+        "KubeschedServingCertificateExpiringCritical",
+        "KubeschedServingCertificateReloadRefused",
     }
     assert all('namespace="mon"' in r["expr"] for r in rules)
 
@@ -253,6 +258,8 @@ async def test_every_alert_names_series_the_code_exports(
     scheduler.metrics.reloads.labels("refused").inc()
     hook = WebhookMetrics()
     hook.requests.labels("/validate", "500").inc()
+    pair = pki.serving_cert(pki.new_ca("ca"), "hook", ip_addresses=["127.0.0.1"])
+    hook.registry.register(ServingTLS(*pair.write(tmp_path / "tls.crt", tmp_path / "tls.key")))  # as webhook serve
     exported = _exported(scheduler.metrics.render().decode()) | _exported(hook.render().decode())
     values = {
         "scheduler": {"enabled": True},
@@ -262,10 +269,41 @@ async def test_every_alert_names_series_the_code_exports(
     rendered = template(helm, values, tmp_path, api_versions=PROMETHEUS_OPERATOR)
     (rule,) = [o for o in rendered if o["kind"] == "PrometheusRule"]
     exprs = [r["expr"] for r in rule["spec"]["groups"][0]["rules"]]
-    assert len(exprs) == 5
+    assert len(exprs) == 8
     for expr in exprs:
         names = metric_names(expr)
         assert names and not names - exported, f"{expr!r} names {sorted(names - exported)}, which nothing exports"
+
+
+def test_the_serving_certificate_alerts_follow_their_thresholds(helm: Path, tmp_path: Path) -> None:
+    """Warning and critical on the certificate's expiry (days from the values), and a refused reload alerts only
+    while nothing was applied after it (`certs --force` writes tls.crt, then tls.key: refused once, then applied)."""
+    values = {
+        "webhook": {"enabled": True},
+        "metrics": {
+            "prometheusRule": {"enabled": True, "certificateExpiryWarningDays": 21, "certificateExpiryCriticalDays": 3}
+        },
+    }
+    rendered = template(helm, values, tmp_path, namespace="mon", api_versions=PROMETHEUS_OPERATOR)
+    (rule,) = [o for o in rendered if o["kind"] == "PrometheusRule"]
+    rules = {r["alert"]: r for r in rule["spec"]["groups"][0]["rules"]}
+    metric = 'kubesched_serving_certificate_expiration_timestamp_seconds{namespace="mon"}'
+    warning = rules["KubeschedServingCertificateExpiring"]
+    critical = rules["KubeschedServingCertificateExpiringCritical"]
+    assert warning["expr"] == f"min by (namespace, pod) ({metric} - time()) < 21 * 86400"
+    assert critical["expr"] == f"min by (namespace, pod) ({metric} - time()) < 3 * 86400"
+    assert (warning["labels"], critical["labels"]) == ({"severity": "warning"}, {"severity": "critical"})
+    assert "21 days" in warning["annotations"]["summary"] and "$labels.pod" in warning["annotations"]["description"]
+    refused = rules["KubeschedServingCertificateReloadRefused"]["expr"]
+    assert 'reloads_total{namespace="mon",result="refused"}[15m]) > 0' in refused
+    applied = 'increase(kubesched_serving_certificate_reloads_total{namespace="mon",result="applied"}[15m]) > 0'
+    assert refused.endswith(f"unless ignoring(result) {applied}")
+    # Without the webhook (no TLS server in the chart) they are not rendered.
+    values["webhook"]["enabled"] = False
+    values["scheduler"] = {"enabled": True}
+    rendered = template(helm, values, tmp_path, namespace="mon", api_versions=PROMETHEUS_OPERATOR)
+    (rule,) = [o for o in rendered if o["kind"] == "PrometheusRule"]
+    assert not [r for r in rule["spec"]["groups"][0]["rules"] if "Certificate" in r["alert"]]
 
 
 def test_plugins_installed_in_the_image_are_named_as_modules(
@@ -328,3 +366,26 @@ def test_helm_values_of_the_cli_render_the_same_objects(
 def test_helm_values_excludes_file_output(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["manifests", "scheduler", "--helm-values", "-o", str(tmp_path)]) == 2
     assert "--helm-values: prints the values on stdout; drop -o/--kustomize" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("mode", ["generate", "provided", "cert-manager", "manifests"])
+def test_the_webhook_mounts_its_whole_secret_so_kubelet_updates_the_files(
+    helm: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], mode: str
+) -> None:
+    """A renewed Secret reaches the pod only through a whole-volume mount (kubelet never updates a `subPath`):
+    then the webhook reloads its files and nothing has to roll (docs/deploy.md, Certificate rotation)."""
+    if mode == "manifests":
+        objects = cli(["webhook", "--generate-certs"])
+    else:
+        certificates = provided(certs(tmp_path, "kubesched")) if mode == "provided" else {"mode": mode}
+        capsys.readouterr()
+        objects = template(helm, {"webhook": {"enabled": True, "certificates": certificates}}, tmp_path, "kubesched")
+    (deployment,) = [o for o in objects if o["kind"] == "Deployment" and o["metadata"]["name"] == "kubesched-webhook"]
+    pod = deployment["spec"]["template"]["spec"]
+    (container,) = pod["containers"]
+    (volume,) = [v for v in pod["volumes"] if v.get("secret", {}).get("secretName") == "kubesched-webhook-tls"]
+    (mount,) = [m for m in container["volumeMounts"] if m["name"] == volume["name"]]
+    assert "subPath" not in mount and "subPathExpr" not in mount and "items" not in volume["secret"]
+    args = container["args"]
+    for flag, name in (("--tls-cert", "tls.crt"), ("--tls-key", "tls.key")):
+        assert args[args.index(flag) + 1] == f"{mount['mountPath']}/{name}"

@@ -67,6 +67,18 @@ def test_certs_refuses_to_overwrite_without_force(tmp_path: Path, capsys: pytest
     assert (tmp_path / "tls.crt").read_bytes() != before
 
 
+def test_certs_force_over_a_readable_key_makes_it_private(tmp_path: Path) -> None:
+    """A tls.key left 0644 (copied, untarred, made by another tool) is 0600 once --force has written over it."""
+    assert certs(tmp_path) == 0
+    key = tmp_path / "tls.key"
+    key.chmod(0o644)
+    before = key.read_bytes()
+    assert certs(tmp_path, "--force") == 0
+    assert stat.S_IMODE(key.stat().st_mode) == 0o600
+    assert key.read_bytes() != before
+    assert stat.S_IMODE((tmp_path / "tls.crt").stat().st_mode) & 0o044  # the certificate stays readable
+
+
 @pytest.mark.parametrize(
     ("args", "says"),
     [
