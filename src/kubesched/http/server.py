@@ -23,7 +23,6 @@ from http import HTTPStatus
 import httptools
 
 from kubesched.http.handler import TEXT, Body, Handler, Response
-from kubesched.http.tls import server_context
 
 log = logging.getLogger("kubesched.http")
 
@@ -344,9 +343,3 @@ class HTTPServer:
             if conn.transport is not None:
                 conn.transport.close()
         await self._server.wait_closed()
-
-
-def server_ssl_context(cert: str, key: str, client_ca: str | None = None) -> ssl.SSLContext:
-    """TLS for the server, loaded once (`kubesched.http.tls.ServingTLS` follows the files); with ``client_ca``,
-    clients must present a certificate it signed."""
-    return server_context(cert, key, client_ca)
