@@ -34,7 +34,7 @@ import pytest
 from cryptography import x509
 
 from kubesched import pki
-from kubesched.testing.adminapi import ApiError
+from kubesched.cluster.kubeclient import APIError
 from kubesched.testing.builders import pod_manifest
 from kubesched.testing.controlplane import ControlPlane
 from kubesched.testing.process import free_port
@@ -219,7 +219,7 @@ def test_webhook_certificate_rotation_under_load_fails_no_pod_creation(
         def judged() -> bool:
             try:
                 cp.api("POST", f"/api/v1/namespaces/{ns}/pods", unlabelled, params={"dryRun": "All"})
-            except ApiError as err:
+            except APIError as err:
                 return err.status == 403
             return False
 
