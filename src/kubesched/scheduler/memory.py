@@ -273,7 +273,7 @@ async def decide(
         if len(rows) > 1:
             batch = NodeBatch(table, rows)
             fw.run_pre_score(state, pod, batch)
-            totals, _ = fw.weigh(len(rows), fw.normalize_scores(state, pod, batch, fw.score_raw(state, pod, batch)))
+            totals = fw.run_score(state, pod, batch).totals
             best = [feasible[i] for i in range(len(rows)) if totals[i] == totals.max()]
         else:
             best = list(feasible)

@@ -25,7 +25,7 @@ import numpy as np
 
 from kubesched.core.nodetable import IntColumn, NodeTable, Rows
 from kubesched.core.podinfo import PodInfo
-from kubesched.framework.interfaces import MAX_NODE_SCORE, MIN_NODE_SCORE, CycleState, NodeBatch
+from kubesched.framework.interfaces import CycleState, NodeBatch
 from kubesched.framework.runtime import Framework
 
 MAX_BATCH_AGE = 0.5  # seconds (maxBatchAge)
@@ -149,9 +149,12 @@ class OpportunisticBatch:
         scratch = state.clone()  # PreScore's writes stay out of the pod's own state
         everything = NodeBatch(table, kept.rows)
         fw.run_pre_score(scratch, pod, everything)
-        fresh = fw.score_raw(scratch, pod, NodeBatch(table, kept.rows[t : t + 1]))
-        again = False
-        for i, (column, new) in enumerate(zip(kept.raw, fresh, strict=True)):
+        # The taken node's fresh scores (normalized over it alone: the range check of the plugins that
+        # have no NormalizeScore of their own, whose normalized score is the raw one).
+        fresh = fw.run_score(scratch, pod, NodeBatch(table, kept.rows[t : t + 1]))
+        again: list[IntColumn | None] = list(kept.normalized)
+        renormalize = False
+        for i, (column, new) in enumerate(zip(kept.raw, fresh.raw, strict=True)):
             normalized = kept.normalized[i]
             if column is None or new is None or normalized is None:
                 if column is not None or new is not None:
@@ -159,21 +162,20 @@ class OpportunisticBatch:
                 continue
             value, old = int(new[0]), int(column[t])
             column[t] = value
-            if fw.normalizes[i]:
-                if kept.shrunk or value != old:
-                    kept.normalized[i] = fw.normalize_one(i, scratch, pod, everything, column)
-                    again = True
-            else:
-                if not MIN_NODE_SCORE <= value <= MAX_NODE_SCORE:
-                    # Out of range: let the framework's check raise its usual error for this plugin.
-                    fw.normalize_one(i, scratch, pod, NodeBatch(table, kept.rows[t : t + 1]), new)
+            if not fw.normalizes[i]:
                 normalized[t] = value
+            elif kept.shrunk or value != old:
+                again[i] = None  # NormalizeScore over all kept nodes again
+                renormalize = True
         kept.shrunk = False
-        if again:
-            kept.totals, _ = fw.weigh(len(kept.rows), kept.normalized)
+        if renormalize:
+            scores = fw.run_score(scratch, pod, everything, raw=kept.raw, normalized=again)
+            kept.normalized, kept.totals = scores.normalized, scores.totals
             kept.keys = kept.totals << _TIE_BITS | kept.ties
-        else:
-            total = sum(int(n[t]) * w for n, (_, w) in zip(kept.normalized, fw.score, strict=True) if n is not None)
+        else:  # the weights alone: every column given, no plugin runs
+            one = [None if c is None else c[t : t + 1] for c in kept.raw]
+            kept_one = [None if c is None else c[t : t + 1] for c in kept.normalized]
+            total = int(fw.run_score(scratch, pod, NodeBatch(table, kept.rows[t : t + 1]), one, kept_one).totals[0])
             kept.totals[t] = total
             kept.keys[t] = total << _TIE_BITS | int(kept.ties[t])
         return True

@@ -22,7 +22,7 @@ from typing import Any, TypeVar
 
 from kubesched.core.podinfo import PodInfo
 from kubesched.framework.build import Profile
-from kubesched.framework.guard import plugin_error
+from kubesched.framework.guard import FrameworkError
 from kubesched.framework.interfaces import AlreadyAssignedError, BindingUnknownError, ClusterAPIError
 from kubesched.framework.status import SUCCESS, Code, Status
 from kubesched.scheduler.engine.cycle import Outcome
@@ -146,12 +146,8 @@ class Binder:
         if not self.cluster.binds_inline or outcome.waits:
             return False
         fw = profile.framework
-        for pre in fw.pre_bind:  # a PreBind plugin with something to do for this pod may await
-            try:
-                if pre.pre_bind_pre_flight(outcome.state, outcome.pod, outcome.node or "").code != Code.SKIP:
-                    return False
-            except Exception:  # its PreBind will say what is wrong, in a task of its own
-                return False
+        if fw.pre_bind and fw.run_pre_bind_pre_flight(outcome.state, outcome.pod, outcome.node or ""):
+            return False  # a PreBind plugin with something to do for this pod may await
         if fw.bind:
             first = fw.bind[0]
             if not first.binds_through_cluster or first.handle.cluster is not self.cluster:
@@ -204,37 +200,26 @@ class Binder:
             status = await self.waiting.wait(pod, outcome.waits)
             if not status.ok:
                 return status
-        record, clock, name, timer = self.record, time.perf_counter, profile.name, state.timer
+        record, clock, name = self.record, time.perf_counter, profile.name
         began = clock()
-        for plugin in fw.pre_bind:
-            if not plugin.pre_bind_pre_flight(state, pod, node):
-                continue  # PreBindPreFlight said Skip: nothing to do for this pod
-            started = clock()
-            try:
-                status = await plugin.pre_bind(state, pod, node)
-            except Exception as err:
-                record(("PreBind", Code.ERROR, name), clock() - began)
-                return _raised(outcome, "PreBind", plugin, err)
-            if timer is not None:
-                timer(plugin.name, "PreBind", status.code, clock() - started)
-            if not status.ok:
-                record(("PreBind", status.code, name), clock() - began)
-                return status.with_plugin(plugin.name)
+        try:
+            status = await fw.run_pre_bind(state, pod, node) if fw.pre_bind else SUCCESS
+        except FrameworkError as err:
+            outcome.failure = err
+            status = err.status
         binding = clock()
-        record(("PreBind", _OK, name), binding - began)
+        record(("PreBind", status.code, name), binding - began)
+        if not status.ok:
+            return status
         status = await self._bind(profile, outcome)
         done = clock()
         record(("Bind", status.code, name), done - binding)
         if status is not SUCCESS and not status.ok:
             return status
-        for post in fw.post_bind:
-            started = clock()
-            try:
-                post.post_bind(state, pod, node)
-            except Exception as err:  # bound all the same: logged and counted, the others still run
-                _raised(outcome, "PostBind", post, err)
-            if timer is not None:
-                timer(post.name, "PostBind", _OK, clock() - started)
+        if fw.post_bind:
+            failure = fw.run_post_bind(state, pod, node)  # bound all the same: a plugin's error is only counted
+            if failure is not None:
+                outcome.failure = failure
         record(("PostBind", _OK, name), clock() - done)
         return SUCCESS
 
@@ -260,36 +245,18 @@ class Binder:
             except ClusterAPIError as err:
                 return Status.error(str(err)).with_plugin("DefaultBinder")
             return SUCCESS
-        timer = outcome.state.timer
-        for plugin in plugins:
-            started = time.perf_counter()
-            try:
-                status = await plugin.bind(outcome.state, pod, node)
-                if timer is not None:
-                    timer(plugin.name, "Bind", status.code, time.perf_counter() - started)
-            except (AlreadyAssignedError, BindingUnknownError) as err:
-                # What became of the Binding is for the scheduler to find out (the pod may be bound).
-                outcome.bind_error = err
-                return Status.error(str(err)).with_plugin(plugin.name)
-            except Exception as err:
-                return _raised(outcome, "Bind", plugin, err)
-            if status.code == Code.SKIP:
-                continue
-            # Only a failure is reported (a success's plugin is read by no one: no new Status per pod).
-            return status if status is SUCCESS or status.ok else status.with_plugin(plugin.name)
-        return Status.error(f"no bind plugin bound pod {pod.key}")
+        try:
+            status, outcome.bind_error = await profile.framework.run_bind(outcome.state, pod, node)
+        except FrameworkError as err:
+            outcome.failure = err
+            return err.status
+        return status
 
 
 def _failed(err: Exception) -> Status:
     # A bug must not lose the pod: as a failed binding, it is requeued.
     log.error("binding cycle failed", exc_info=err)
     return Status.error(f"binding cycle failed: {type(err).__name__}: {err}")
-
-
-def _raised(outcome: Outcome, point: str, plugin: object, err: Exception) -> Status:
-    """A plugin raised in the binding cycle: logged with its traceback, the error kept for the metric."""
-    outcome.failure = plugin_error(point, plugin, outcome.pod, err)
-    return outcome.failure.status
 
 
 @types.coroutine

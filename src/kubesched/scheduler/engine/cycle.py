@@ -29,7 +29,7 @@ from kubesched.core.nodetable import NodeTable, Rows
 from kubesched.core.podinfo import PodInfo
 from kubesched.framework.build import Profile
 from kubesched.framework.diagnosis import Diagnosis
-from kubesched.framework.guard import FrameworkError, plugin_error
+from kubesched.framework.guard import FrameworkError
 from kubesched.framework.interfaces import CycleState, NodeBatch, PostFilterPlugin
 from kubesched.framework.runtime import Framework
 from kubesched.framework.selection import select_host
@@ -217,9 +217,8 @@ class Cycle:
         fw.run_pre_score(state, pod, batch_of)
         scoring = clock()
         record(("PreScore", _OK, profile.name), scoring - began)
-        raw = fw.score_raw(state, pod, batch_of)
-        normalized = fw.normalize_scores(state, pod, batch_of, raw)
-        totals, _ = fw.weigh(len(feasible), normalized)
+        scores = fw.run_score(state, pod, batch_of)
+        totals = scores.totals
         record(("Score", _OK, profile.name), clock() - scoring)
         if self.extenders.prioritizers(pod):
             names = table.name_array()[feasible].tolist()
@@ -229,7 +228,9 @@ class Cycle:
         chosen = int(feasible[best])
         out.node = table.names[chosen]
         if batch is not None:
-            batch.store(signature, hinted, chosen, table, self.count, (feasible, raw, normalized, totals, best))
+            batch.store(
+                signature, hinted, chosen, table, self.count, (feasible, scores.raw, scores.normalized, totals, best)
+            )
 
     def _search(
         self,
@@ -318,33 +319,12 @@ class Cycle:
         if out.extender_rejected:
             plugins.add(EXTENDER)
         out.plugins = frozenset(plugins)
-        reasons: list[str] = []
         began = time.perf_counter()
-        code = Code.UNSCHEDULABLE
-        for plugin in profile.framework.post_filter:
-            started = time.perf_counter()
-            try:
-                nominated, status = plugin.post_filter(state, pod, self.cache.table, diagnosis)
-            except Exception as err:
-                raise plugin_error("PostFilter", plugin, pod, err) from err
-            status = status.with_plugin(plugin.name)
-            if self._sample is not None:
-                self._sample(plugin.name, "PostFilter", status.code, time.perf_counter() - started)
-            code = status.code
-            if status.ok:
-                out.nominated, out.post_filter = nominated or None, plugin
-                reasons = list(status.reasons)  # kube-scheduler shows a success's message too (v1.37's preemption)
-                break
-            if status.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
-                reasons = list(status.reasons)
-                break
-            if not status.rejected:
-                # A PostFilter error keeps the pod's rejection but says what went wrong.
-                reasons = [status.message]
-                break
-            reasons += status.reasons
+        post = profile.framework.run_post_filter(state, pod, self.cache.table, diagnosis)
+        out.nominated, out.post_filter = post.nominated, post.plugin
         if profile.framework.post_filter:
-            self.record(("PostFilter", code, profile.name), time.perf_counter() - began)
+            self.record(("PostFilter", post.code, profile.name), time.perf_counter() - began)
+        reasons = post.reasons
         diagnosis.post_filter_message = ", ".join(reasons)
         out.message = diagnosis.message(total)
         # Rejected either way; only the message, built like kube-scheduler's FitError, is shown.
@@ -355,47 +335,22 @@ class Cycle:
         pod, state, node = out.pod, out.state, out.node or ""
         self.cache.assume(pod, node)
         self.nominator.remove(pod.uid)
-        failure: Status | None = None
         raised: FrameworkError | None = None
         point = "Reserve"
-        current: object = None  # the plugin being run, for the error
         clock, profile = time.perf_counter, fw.spec.scheduler_name
-        sample = self._sample
         began = clock()
         try:
-            for reserve in fw.reserve:
-                current = reserve
-                started = clock()
-                status = reserve.reserve(state, pod, node).with_plugin(reserve.name)
-                if sample is not None:
-                    sample(reserve.name, point, status.code, clock() - started)
-                if not status.ok:
-                    failure = status
-                    break
+            status = fw.run_reserve(state, pod, node)
             permitting = clock()
-            self.record((point, failure.code if failure else _OK, profile), permitting - began)
-            if failure is None:
+            self.record((point, status.code, profile), permitting - began)
+            if status.ok:
                 point = "Permit"
-                code = _OK
-                for permit in fw.permit:
-                    current = permit
-                    started = clock()
-                    status, timeout = permit.permit(state, pod, node)
-                    status = status.with_plugin(permit.name)
-                    if sample is not None:
-                        sample(permit.name, point, status.code, clock() - started)
-                    if status.code == Code.WAIT:
-                        out.waits[permit.name] = timeout
-                        code = Code.WAIT
-                    elif not status.ok:
-                        failure = status
-                        code = status.code
-                        break
-                self.record((point, code, profile), clock() - permitting)
-        except Exception as err:
-            raised = plugin_error(point, current, pod, err)
-            failure = raised.status
+                status, out.waits = fw.run_permit(state, pod, node)
+                self.record((point, status.code, profile), clock() - permitting)
+        except FrameworkError as err:
+            raised, status = err, err.status
             self.record((point, Code.ERROR, profile), clock() - began)
+        failure = None if status.code in (_OK, Code.WAIT) else status
         if failure is not None:
             unreserve(fw, state, pod, node, self.record)
             self.cache.forget(pod.uid)
@@ -413,16 +368,7 @@ def unreserve(
     node: str,
     record: Callable[[tuple[str, Code, str], float], None] = _ignore,
 ) -> None:
-    """Unreserve every Reserve plugin, in reverse order (each must be idempotent); one that raises is
-    logged and the others still run. ``record`` takes the extension point's duration, as upstream's."""
-    clock, timer = time.perf_counter, state.timer
-    began = clock()
-    for plugin in reversed(fw.reserve):
-        started = clock()
-        try:
-            plugin.unreserve(state, pod, node)
-        except Exception as err:
-            plugin_error("Unreserve", plugin, pod, err)
-        if timer is not None:
-            timer(plugin.name, "Unreserve", _OK, clock() - started)
-    record(("Unreserve", _OK, fw.spec.scheduler_name), clock() - began)
+    """`Framework.run_unreserve`, its duration given to ``record`` (the extension point's, as upstream's)."""
+    began = time.perf_counter()
+    fw.run_unreserve(state, pod, node)
+    record(("Unreserve", _OK, fw.spec.scheduler_name), time.perf_counter() - began)

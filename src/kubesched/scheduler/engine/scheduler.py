@@ -23,13 +23,13 @@ from typing import Any
 from kubesched.cluster.cache import ClusterCache
 from kubesched.core.podinfo import PodInfo
 from kubesched.framework.build import Profile
-from kubesched.framework.guard import FrameworkError, plugin_error, timed
+from kubesched.framework.guard import FrameworkError
 from kubesched.framework.handle import DefaultSelector, ResourceAPI
 from kubesched.framework.interfaces import (
     CycleState,
     Handle,
-    QueueSortPlugin,
 )
+from kubesched.framework.runtime import Framework
 from kubesched.framework.status import SUCCESS, Status
 from kubesched.framework.volumes import Volumes
 from kubesched.scheduler.engine import queue as q
@@ -186,18 +186,18 @@ class Scheduler(ClusterEvents, Failures):
     def _sort_key(self, built: Built) -> q.SortKey:
         for profile in built.profiles.values():
             if profile.framework.queue_sort:
-                return self._guarded_key(profile.framework.queue_sort[0])
+                return self._guarded_key(profile.framework)
         return q.priority_then_arrival
 
-    def _guarded_key(self, plugin: QueueSortPlugin) -> q.SortKey:
-        """The plugin's sort key; a pod whose key raises sorts last and its next attempt fails with the error."""
-        key = plugin.sort_key
+    def _guarded_key(self, fw: Framework) -> q.SortKey:
+        """The QueueSort plugin's key; a pod whose key raises sorts last and its next attempt fails with the error."""
+        key = fw.queue_sort_key
 
         def guarded(pod: PodInfo, queued_at: float) -> tuple[Any, ...]:
             try:
                 return (0, key(pod, queued_at))
-            except Exception as err:
-                self._sort_errors[pod.uid] = plugin_error("QueueSort", plugin, pod, err)
+            except FrameworkError as err:
+                self._sort_errors[pod.uid] = err
                 return (1, -pod.priority, queued_at)
 
         return guarded
@@ -208,20 +208,12 @@ class Scheduler(ClusterEvents, Failures):
         timer = self.metrics.plugin if self.cycle.sampled() else None
         profile = self.built.profiles.get(entry.profile)
         status = SUCCESS
-        for plugin in profile.framework.pre_enqueue if profile else ():
+        if profile is not None:
             try:
-                if timer is None:
-                    status = plugin.pre_enqueue(entry.info)
-                else:
-                    status = timed(timer, plugin.name, "PreEnqueue", plugin.pre_enqueue, entry.info)
-            except Exception as err:  # the queue backs the pod off and asks again
-                failure = plugin_error("PreEnqueue", plugin, entry.info, err)
+                status = profile.framework.run_pre_enqueue(entry.info, timer)
+            except FrameworkError as failure:  # the queue backs the pod off and asks again
                 self._plugin_failed(entry.profile, failure)
                 status = failure.status
-                break
-            if not status.ok:
-                status = status.with_plugin(plugin.name)
-                break
         self.metrics.extension_points.observe(("PreEnqueue", status.code, entry.profile), time.perf_counter() - began)
         return status
 
