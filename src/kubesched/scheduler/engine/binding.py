@@ -16,7 +16,7 @@ import logging
 import time
 import types
 from collections import deque
-from collections.abc import Callable, Coroutine, Generator
+from collections.abc import Callable, Coroutine, Generator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -25,8 +25,9 @@ from kubesched.framework.build import Profile
 from kubesched.framework.guard import FrameworkError
 from kubesched.framework.interfaces import AlreadyAssignedError, BindingUnknownError, ClusterAPIError
 from kubesched.framework.status import SUCCESS, Code, Status
-from kubesched.scheduler.engine.cycle import Outcome
+from kubesched.scheduler.engine.decision import Decision
 from kubesched.scheduler.engine.extenders import ExtenderError, Extenders
+from kubesched.scheduler.engine.queue import QueuedPod
 from kubesched.scheduler.engine.writer import ClusterWriter
 
 
@@ -60,7 +61,7 @@ class WaitingPods:
     def __iter__(self) -> Any:
         return iter(list(self._pods.values()))
 
-    async def wait(self, pod: PodInfo, waits: dict[str, float]) -> Status:
+    async def wait(self, pod: PodInfo, waits: Mapping[str, float]) -> Status:
         waiting = WaitingPod(pod, dict(waits))
         self._pods[pod.uid] = waiting
         plugin, timeout = min(waits.items(), key=lambda kv: kv[1])
@@ -74,7 +75,27 @@ class WaitingPods:
             self._pods.pop(pod.uid, None)
 
 
-OnDone = Callable[[Outcome, Status, float], None]
+@dataclass(eq=False, slots=True)
+class Binding:
+    """One binding cycle's bookkeeping, owned by the `Binder`: the cycle's decision, the queue's entry and
+    when the attempt began (for the end-to-end latency), and what the binding found out."""
+
+    decision: Decision
+    queued: QueuedPod
+    started: float  # perf_counter when the attempt began
+    failure: FrameworkError | None = None  # a plugin's error in the binding cycle (for the metric)
+    bind_error: Exception | None = None  # AlreadyAssignedError, BindingUnknownError: the pod may be bound
+
+    @property
+    def pod(self) -> PodInfo:
+        return self.decision.pod
+
+    @property
+    def node(self) -> str:
+        return self.decision.node
+
+
+OnDone = Callable[[Binding, Status, float], None]
 Record = Callable[[tuple[str, Code, str], float], None]
 
 
@@ -113,19 +134,21 @@ class Binder:
         self.on_done = on_done
         self._slots = asyncio.Semaphore(concurrency)
         self._tasks: set[asyncio.Task[None]] = set()
-        self._batch: deque[tuple[Profile, Outcome]] = deque()  # inline cycles for the next `_flush`
+        self._batch: deque[tuple[Profile, Binding]] = deque()  # inline cycles for the next `_flush`
         self._flusher: asyncio.Task[None] | None = None
 
     def __len__(self) -> int:
         return len(self._tasks) + len(self._batch)
 
-    def start(self, profile: Profile, outcome: Outcome) -> None:
-        if self._inline(profile, outcome):
-            self._batch.append((profile, outcome))
+    def start(self, profile: Profile, decision: Decision, queued: QueuedPod, started: float) -> None:
+        """Bind ``decision``'s pod (its attempt began at ``started``); `on_done` gets the `Binding` record."""
+        job = Binding(decision, queued, started)
+        if self._inline(profile, job):
+            self._batch.append((profile, job))
             if self._flusher is None or self._flusher.done():
                 self._flusher = self._spawn(self._flush())
             return
-        self._spawn(self._run(profile, outcome))
+        self._spawn(self._run(profile, job))
 
     def _spawn(self, coro: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
         task = asyncio.get_running_loop().create_task(coro)
@@ -140,28 +163,28 @@ class Binder:
                 self._flusher = self._spawn(self._flush())
             await asyncio.gather(*list(self._tasks), return_exceptions=True)
 
-    def _inline(self, profile: Profile, outcome: Outcome) -> bool:
+    def _inline(self, profile: Profile, job: Binding) -> bool:
         """Whether the binding cycle runs to its end without awaiting: no Permit wait, no PreBind, no
         binder extender, and the bind goes (as DefaultBinder's does) to a cluster whose bind never awaits."""
-        if not self.cluster.binds_inline or outcome.waits:
+        if not self.cluster.binds_inline or job.decision.waits:
             return False
         fw = profile.framework
-        if fw.pre_bind and fw.run_pre_bind_pre_flight(outcome.state, outcome.pod, outcome.node or ""):
+        if fw.pre_bind and fw.run_pre_bind_pre_flight(job.decision.state, job.pod, job.node):
             return False  # a PreBind plugin with something to do for this pod may await
         if fw.bind:
             first = fw.bind[0]
             if not first.binds_through_cluster or first.handle.cluster is not self.cluster:
                 return False
         extenders = self.extenders()
-        return not len(extenders) or extenders.binder(outcome.pod) is None
+        return not len(extenders) or extenders.binder(job.pod) is None
 
     async def _flush(self) -> None:
         """Run the batched inline binding cycles, in the order they were started."""
         batch = self._batch
         while batch:
-            profile, outcome = batch.popleft()
+            profile, job = batch.popleft()
             started = time.perf_counter()
-            cycle = self.bind_cycle(profile, outcome)
+            cycle = self.bind_cycle(profile, job)
             try:
                 awaited = cycle.send(None)
             except StopIteration as done:
@@ -170,34 +193,34 @@ class Binder:
                 status = _failed(err)
             else:
                 # It awaited after all (`_inline` was wrong): it goes on as a task of its own (slotless).
-                self._spawn(self._finish(outcome, cycle, awaited, started))
+                self._spawn(self._finish(job, cycle, awaited, started))
                 continue
             try:
-                self.on_done(outcome, status, time.perf_counter() - started)
+                self.on_done(job, status, time.perf_counter() - started)
             except Exception:  # logged, as a task's unretrieved exception would be; the batch goes on
-                log.exception("after binding %s", outcome.pod.key)
+                log.exception("after binding %s", job.pod.key)
 
-    async def _finish(self, outcome: Outcome, cycle: Coroutine[Any, Any, Status], awaited: Any, started: float) -> None:
+    async def _finish(self, job: Binding, cycle: Coroutine[Any, Any, Status], awaited: Any, started: float) -> None:
         """Finish, as a task, a binding cycle that `_flush` ran up to an await (it yielded ``awaited``)."""
         try:
             status = await _resume(cycle, awaited)
         except Exception as err:
             status = _failed(err)
-        self.on_done(outcome, status, time.perf_counter() - started)
+        self.on_done(job, status, time.perf_counter() - started)
 
-    async def _run(self, profile: Profile, outcome: Outcome) -> None:
+    async def _run(self, profile: Profile, job: Binding) -> None:
         started = time.perf_counter()
         async with self._slots:
             try:
-                status = await self.bind_cycle(profile, outcome)
+                status = await self.bind_cycle(profile, job)
             except Exception as err:
                 status = _failed(err)
-        self.on_done(outcome, status, time.perf_counter() - started)
+        self.on_done(job, status, time.perf_counter() - started)
 
-    async def bind_cycle(self, profile: Profile, outcome: Outcome) -> Status:
-        fw, state, pod, node = profile.framework, outcome.state, outcome.pod, outcome.node or ""
-        if outcome.waits:
-            status = await self.waiting.wait(pod, outcome.waits)
+    async def bind_cycle(self, profile: Profile, job: Binding) -> Status:
+        fw, state, pod, node = profile.framework, job.decision.state, job.pod, job.node
+        if job.decision.waits:
+            status = await self.waiting.wait(pod, job.decision.waits)
             if not status.ok:
                 return status
         record, clock, name = self.record, time.perf_counter, profile.name
@@ -205,13 +228,13 @@ class Binder:
         try:
             status = await fw.run_pre_bind(state, pod, node) if fw.pre_bind else SUCCESS
         except FrameworkError as err:
-            outcome.failure = err
+            job.failure = err
             status = err.status
         binding = clock()
         record(("PreBind", status.code, name), binding - began)
         if not status.ok:
             return status
-        status = await self._bind(profile, outcome)
+        status = await self._bind(profile, job)
         done = clock()
         record(("Bind", status.code, name), done - binding)
         if status is not SUCCESS and not status.ok:
@@ -219,12 +242,12 @@ class Binder:
         if fw.post_bind:
             failure = fw.run_post_bind(state, pod, node)  # bound all the same: a plugin's error is only counted
             if failure is not None:
-                outcome.failure = failure
+                job.failure = failure
         record(("PostBind", _OK, name), clock() - done)
         return SUCCESS
 
-    async def _bind(self, profile: Profile, outcome: Outcome) -> Status:
-        pod, node = outcome.pod, outcome.node or ""
+    async def _bind(self, profile: Profile, job: Binding) -> Status:
+        pod, node = job.pod, job.node
         extenders = self.extenders()
         binder = extenders.binder(pod) if len(extenders) else None
         if binder is not None:
@@ -240,15 +263,15 @@ class Binder:
             try:
                 await self.cluster.bind(pod, node)
             except (AlreadyAssignedError, BindingUnknownError) as err:
-                outcome.bind_error = err
+                job.bind_error = err
                 return Status.error(str(err)).with_plugin("DefaultBinder")
             except ClusterAPIError as err:
                 return Status.error(str(err)).with_plugin("DefaultBinder")
             return SUCCESS
         try:
-            status, outcome.bind_error = await profile.framework.run_bind(outcome.state, pod, node)
+            status, job.bind_error = await profile.framework.run_bind(job.decision.state, pod, node)
         except FrameworkError as err:
-            outcome.failure = err
+            job.failure = err
             return err.status
         return status
 

@@ -20,7 +20,7 @@ import logging
 import random
 import time
 from collections.abc import Callable, Hashable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -30,15 +30,15 @@ from kubesched.core.podinfo import PodInfo
 from kubesched.framework.build import Profile
 from kubesched.framework.diagnosis import Diagnosis
 from kubesched.framework.guard import FrameworkError
-from kubesched.framework.interfaces import CycleState, NodeBatch, PostFilterPlugin
+from kubesched.framework.interfaces import CycleState, NodeBatch
 from kubesched.framework.runtime import Framework
 from kubesched.framework.selection import select_host
-from kubesched.framework.status import SUCCESS, Code, Status
+from kubesched.framework.status import Code, Status
 from kubesched.scheduler.engine import search
 from kubesched.scheduler.engine.batch import OpportunisticBatch
+from kubesched.scheduler.engine.decision import Decision, Rejection
 from kubesched.scheduler.engine.extenders import ExtenderError, Extenders, NoExtenders
 from kubesched.scheduler.engine.nominator import Nominator
-from kubesched.scheduler.engine.queue import QueuedPod
 
 _OK = Code.SUCCESS  # an Enum member looked up once: Code.SUCCESS costs ~0.4 µs per access
 log = logging.getLogger("kubesched.scheduler")
@@ -62,34 +62,17 @@ class _Nominated:
     rows: Rows
 
 
-@dataclass
-class Outcome:
-    """What a cycle decided: a node (assumed, reserved, permitted) or why not."""
+@dataclass(slots=True)
+class _Attempt:
+    """What the cycle learns about one pod on its way (private: `run` returns a frozen value)."""
 
     pod: PodInfo
     state: CycleState
-    node: str | None = None
-    status: Status = SUCCESS
-    message: str = ""
-    plugins: frozenset[str] = frozenset()  # plugins (or "Extender") that rejected the pod
-    nominated: str | None = None
-    post_filter: PostFilterPlugin | None = None
-    waits: dict[str, float] = field(default_factory=dict)  # Permit plugins that said Wait, with timeouts
     evaluated: int = 0
     feasible: int = 0
     extender_rejected: bool = False
     signature: Hashable | None = None  # opportunistic batching's signature of the pod, and the node hinted
     hinted: int | None = None
-    failure: FrameworkError | None = None  # the plugin error that ended the attempt (for the metric)
-    bind_error: Exception | None = None  # what the binding raised (AlreadyAssignedError, BindingUnknownError)
-    # Set by the scheduler for the binding's completion: the queue's entry (attempts, first queued) and
-    # when the attempt began (perf_counter), for the end-to-end latency it reports.
-    queued: QueuedPod | None = None
-    started: float = 0.0
-
-    @property
-    def error(self) -> bool:
-        return not self.status.ok and not self.status.rejected
 
 
 class Cycle:
@@ -145,72 +128,65 @@ class Cycle:
         """Whether to time each plugin this once (kube-scheduler's pluginMetricsSamplePercent)."""
         return self._sampler.random() < PLUGIN_METRICS_SAMPLE
 
-    async def run(self, profile: Profile, pod: PodInfo) -> Outcome:
-        """Decide a node for ``pod`` and assume it there; on failure the outcome says why."""
+    async def run(self, profile: Profile, pod: PodInfo) -> Decision | Rejection:
+        """Decide a node for ``pod`` and assume it there (a `Decision`), or say why not (a `Rejection`)."""
         self.count += 1
         self._sample = self.record_plugin if self._sampler.random() < PLUGIN_METRICS_SAMPLE else None
-        out = Outcome(pod, CycleState())
-        out.state.timer = self._sample  # the binding cycle (same state) is sampled with it, as upstream
+        at = _Attempt(pod, CycleState())
+        at.state.timer = self._sample  # the binding cycle (same state) is sampled with it, as upstream
         # Every plugin's exception becomes this pod's Error status (FrameworkError, logged with its
         # traceback where it is caught): the scheduler never ends for a plugin's bug.
         try:
-            await self._decide(profile, out)
+            found = await self._decide(profile, at)
+            if isinstance(found, Rejection):
+                return found
+            return self._reserve_and_permit(profile.framework, at, found)
         except FrameworkError as err:
-            out.status, out.message, out.node, out.failure = err.status, str(err), None, err
+            return Rejection.failed(pod, at.state, err)
         except ExtenderError as err:
-            out.status, out.message, out.node = Status.error(str(err)).with_plugin(EXTENDER), str(err), None
+            return Rejection(pod, at.state, Status.error(str(err)).with_plugin(EXTENDER), str(err))
         except Exception as err:  # a bug outside any plugin: this pod's attempt fails, the scheduler goes on
             log.exception("scheduling cycle of %s failed", pod.key)
             message = f"scheduling cycle failed: {type(err).__name__}: {err}"
-            out.status, out.message, out.node = Status.error(message), message, None
-        if out.node is not None:
-            try:
-                self._reserve_and_permit(profile.framework, out)
-            except FrameworkError as err:
-                out.status, out.message, out.node, out.failure = err.status, str(err), None, err
-        return out
+            return Rejection(pod, at.state, Status.error(message), message)
 
-    async def _decide(self, profile: Profile, out: Outcome) -> None:
-        fw, pod, state = profile.framework, out.pod, out.state
+    async def _decide(self, profile: Profile, at: _Attempt) -> str | Rejection:
+        """The node for the pod (not yet assumed), or the rejection (PostFilter run)."""
+        fw, pod, state = profile.framework, at.pod, at.state
         table = self.cache.table
         total = len(table)
         if total == 0:
-            out.status, out.message = Status.unresolvable(NO_NODES), NO_NODES
-            return
+            return Rejection(pod, state, Status.unresolvable(NO_NODES), NO_NODES)
         diagnosis = Diagnosis()
         batch = self.batch(profile)
-        found = self._search(profile, out, diagnosis, batch, try_nominated=True)
+        found = self._search(profile, at, diagnosis, batch, try_nominated=True)
         if isinstance(found, _Nominated):
             # The filter extenders are awaited with the table as the cache has it: nominated pods are
             # counted only inside `_search`, which never awaits (another task may change the table now).
             names, rejected = await self._extender_filter(pod, found.table, found.rows, Diagnosis())
-            out.extender_rejected = rejected
+            at.extender_rejected = rejected
             row = self.cache.table.index.get(names[0]) if names else None
             if row is not None:
-                out.node = self.cache.table.names[row]
-                return
-            found = self._search(profile, out, diagnosis, batch, try_nominated=False)
+                return self.cache.table.names[row]
+            found = self._search(profile, at, diagnosis, batch, try_nominated=False)
             assert not isinstance(found, _Nominated)  # only with try_nominated
         if isinstance(found, int):
-            out.node = self.cache.table.names[found]
-            return
+            return self.cache.table.names[found]
         table, feasible = self.cache.table, found
-        signature, hinted = out.signature, out.hinted
-        out.evaluated = len(feasible) + diagnosis.rejected_count()
+        signature, hinted = at.signature, at.hinted
+        at.evaluated = len(feasible) + diagnosis.rejected_count()
         if len(feasible) and self.extenders.filters(pod):
             names, rejected = await self._extender_filter(pod, table, feasible, diagnosis)
-            out.extender_rejected = out.extender_rejected or rejected
+            at.extender_rejected = at.extender_rejected or rejected
             feasible = self.cache.table.rows_for(names)
             table = self.cache.table
-        out.feasible = len(feasible)
+        at.feasible = len(feasible)
         if not len(feasible):
-            self._fail(profile, out, diagnosis, total)
-            return
+            return self._fail(profile, at, diagnosis, total)
         if len(feasible) == 1:
-            out.node = table.names[int(feasible[0])]
             if batch is not None:
                 batch.store(signature, hinted, int(feasible[0]), table, self.count, None)
-            return
+            return table.names[int(feasible[0])]
         batch_of = NodeBatch(table, feasible)
         record, clock = self.record, time.perf_counter
         began = clock()
@@ -226,16 +202,16 @@ class Cycle:
             totals = totals + np.fromiter((extra.get(n, 0) for n in names), dtype=np.int64, count=len(names))
         best = select_host(totals, self.rng)
         chosen = int(feasible[best])
-        out.node = table.names[chosen]
         if batch is not None:
             batch.store(
                 signature, hinted, chosen, table, self.count, (feasible, scores.raw, scores.normalized, totals, best)
             )
+        return table.names[chosen]
 
     def _search(
         self,
         profile: Profile,
-        out: Outcome,
+        at: _Attempt,
         diagnosis: Diagnosis,
         batch: OpportunisticBatch | None,
         try_nominated: bool,
@@ -244,7 +220,7 @@ class Cycle:
         search (the batch's hint), or the pod's nominated node that passed (the caller asks the filter
         extenders). Synchronous on purpose: the nominated pods are added to the shared table and removed
         again before anything else can run."""
-        fw, pod, state = profile.framework, out.pod, out.state
+        fw, pod, state = profile.framework, at.pod, at.state
         table = self.cache.table
         added: dict[int, list[PodInfo]] = {}
         record, clock = self.record, time.perf_counter
@@ -265,7 +241,7 @@ class Cycle:
                     signature = fw.sign(pod, state.timer)
                     record(("Sign", _OK, profile.name), clock() - signing)
                 hinted = batch.hint(fw, state, pod, table, signature, self.count)
-            out.signature, out.hinted = signature, hinted
+            at.signature, at.hinted = signature, hinted
             # Filter over the nominated or hinted node counts as Filter, as upstream's evaluateNominatedNode.
             began = clock()
             if try_nominated:
@@ -280,7 +256,7 @@ class Cycle:
                     record(("Filter", _OK, profile.name), clock() - began)
                     return int(nominated[0])
             if hinted is not None and search.hint_passes(fw, state, pod, table, hinted, pre, added):
-                out.evaluated = out.feasible = 1
+                at.evaluated = at.feasible = 1
                 if batch is not None:
                     batch.store(signature, hinted, hinted, table, self.count, None)
                 record(("Filter", _OK, profile.name), clock() - began)
@@ -312,30 +288,30 @@ class Cycle:
             diagnosis.add(np.asarray(failed, dtype=np.intp), np.ones(len(failed), dtype=np.int32), (status,))
         return passed, len(passed) < len(names)
 
-    def _fail(self, profile: Profile, out: Outcome, diagnosis: Diagnosis, total: int) -> None:
+    def _fail(self, profile: Profile, at: _Attempt, diagnosis: Diagnosis, total: int) -> Rejection:
         """No feasible node: PostFilter (preemption), then kube-scheduler's FitError message."""
-        pod, state = out.pod, out.state
         plugins = diagnosis.plugins()
-        if out.extender_rejected:
+        if at.extender_rejected:
             plugins.add(EXTENDER)
-        out.plugins = frozenset(plugins)
         began = time.perf_counter()
-        post = profile.framework.run_post_filter(state, pod, self.cache.table, diagnosis)
-        out.nominated, out.post_filter = post.nominated, post.plugin
+        post = profile.framework.run_post_filter(at.state, at.pod, self.cache.table, diagnosis)
         if profile.framework.post_filter:
             self.record(("PostFilter", post.code, profile.name), time.perf_counter() - began)
-        reasons = post.reasons
-        diagnosis.post_filter_message = ", ".join(reasons)
-        out.message = diagnosis.message(total)
+        diagnosis.post_filter_message = ", ".join(post.reasons)
+        message = diagnosis.message(total)
         # Rejected either way; only the message, built like kube-scheduler's FitError, is shown.
-        out.status = Status(Code.UNSCHEDULABLE, (out.message,), "")
+        status = Status(Code.UNSCHEDULABLE, (message,), "")
+        return Rejection(
+            at.pod, at.state, status, message, frozenset(plugins), post.nominated, post.plugin, None, at.evaluated, 0
+        )
 
-    def _reserve_and_permit(self, fw: Framework, out: Outcome) -> None:
+    def _reserve_and_permit(self, fw: Framework, at: _Attempt, node: str) -> Decision | Rejection:
         """Assume the pod on its node, then Reserve and Permit; any failure undoes it all."""
-        pod, state, node = out.pod, out.state, out.node or ""
+        pod, state = at.pod, at.state
         self.cache.assume(pod, node)
         self.nominator.remove(pod.uid)
         raised: FrameworkError | None = None
+        waits: dict[str, float] = {}
         point = "Reserve"
         clock, profile = time.perf_counter, fw.spec.scheduler_name
         began = clock()
@@ -345,20 +321,19 @@ class Cycle:
             self.record((point, status.code, profile), permitting - began)
             if status.ok:
                 point = "Permit"
-                status, out.waits = fw.run_permit(state, pod, node)
+                status, waits = fw.run_permit(state, pod, node)
                 self.record((point, status.code, profile), clock() - permitting)
         except FrameworkError as err:
             raised, status = err, err.status
             self.record((point, Code.ERROR, profile), clock() - began)
-        failure = None if status.code in (_OK, Code.WAIT) else status
-        if failure is not None:
-            unreserve(fw, state, pod, node, self.record)
-            self.cache.forget(pod.uid)
-            out.node = None
-            out.status = failure
-            out.message = str(raised) if raised else failure.message or f"{failure.plugin} rejected the pod"
-            out.plugins = frozenset({failure.plugin})
-            out.failure = raised
+        if status.code in (_OK, Code.WAIT):
+            return Decision(pod, state, node, waits, at.evaluated, at.feasible)
+        unreserve(fw, state, pod, node, self.record)
+        self.cache.forget(pod.uid)
+        message = str(raised) if raised else status.message or f"{status.plugin} rejected the pod"
+        return Rejection(
+            pod, state, status, message, frozenset({status.plugin}), None, None, raised, at.evaluated, at.feasible
+        )
 
 
 def unreserve(

@@ -35,7 +35,8 @@ from kubesched.framework.volumes import Volumes
 from kubesched.scheduler.engine import queue as q
 from kubesched.scheduler.engine.binding import Binder, WaitingPods
 from kubesched.scheduler.engine.built import Built
-from kubesched.scheduler.engine.cycle import Cycle, Outcome
+from kubesched.scheduler.engine.cycle import Cycle
+from kubesched.scheduler.engine.decision import Decision, Rejection
 from kubesched.scheduler.engine.events import ClusterEvents
 from kubesched.scheduler.engine.extenders import Candidates, Extenders, ExtendersFactory, no_extenders
 from kubesched.scheduler.engine.failures import Failures
@@ -280,7 +281,7 @@ class Scheduler(ClusterEvents, Failures):
             if pod.uid in self._binding:
                 return  # its binding cycle started: it reports
             message = f"scheduling cycle failed: {type(err).__name__}: {err}"
-            out = Outcome(pod, CycleState(), status=Status.error(message), message=message)
+            out = Rejection(pod, CycleState(), Status.error(message), message)
             self.metrics.attempt("error", profile.name, time.perf_counter() - started)
             self._failed(profile, entry, out)
 
@@ -289,20 +290,19 @@ class Scheduler(ClusterEvents, Failures):
         if self._sort_errors:
             failure = self._sort_errors.pop(pod.uid, None)
             if failure is not None:
-                out = Outcome(pod, CycleState(), status=failure.status, message=str(failure), failure=failure)
                 self._plugin_failed(profile.name, failure)
                 self.metrics.attempt("error", profile.name, time.perf_counter() - started)
-                self._failed(profile, entry, out)
+                self._failed(profile, entry, Rejection.failed(pod, CycleState(), failure))
                 return
-        out = await self.cycle.run(profile, pod)
+        decided = await self.cycle.run(profile, pod)
+        if isinstance(decided, Decision):
+            self.queue.done(pod.uid)
+            self._binding[pod.uid] = entry
+            self.binder.start(profile, decided, entry, started)  # its completion reports the e2e latency
+            return
+        out = decided
         if out.failure is not None:
             self._plugin_failed(profile.name, out.failure)
-        if out.node is not None:
-            self.queue.done(pod.uid)
-            out.queued, out.started = entry, started  # the binding's completion reports the e2e latency
-            self._binding[pod.uid] = entry
-            self.binder.start(profile, out)
-            return
         result = "error" if out.error else "unschedulable"
         self.metrics.attempt(result, profile.name, time.perf_counter() - started)
         self._failed(profile, entry, out)
