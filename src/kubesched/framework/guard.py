@@ -32,6 +32,8 @@ ERROR_MESSAGES = {
     "QueueingHint": 'running QueueingHint of plugin "{plugin}": {err}',
     "Sign": 'running SignPod of plugin "{plugin}": {err}',
     "PreFilter": 'running PreFilter plugin "{plugin}": {err}',
+    "PreFilterExtensionAddPod": 'running AddPod on PreFilter plugin "{plugin}": {err}',
+    "PreFilterExtensionRemovePod": 'running RemovePod on PreFilter plugin "{plugin}": {err}',
     "Filter": 'running "{plugin}" filter plugin: {err}',
     "PostFilter": 'running PostFilter plugin "{plugin}": {err}',
     "PreScore": 'running PreScore plugin "{plugin}": {err}',

@@ -21,6 +21,7 @@ from kubesched.framework.interfaces import (
     PostFilterPlugin,
     PreBindPlugin,
     PreEnqueuePlugin,
+    PreFilterExtensions,
     PreFilterPlugin,
     PreScorePlugin,
     QueueSortPlugin,
@@ -84,6 +85,7 @@ class ExtensionPoints:
         self.plugins = list(plugins)
         # What follows is derived once from the lists above (they are not changed afterwards).
         self._filters = FilterStages(self.filter)
+        self._extensions = [p for p in self.pre_filter if isinstance(p, PreFilterExtensions)]  # preemption's
         self._stages = self._filters.stages
         # Opportunistic batching needs every plugin that filters or scores to sign pods (as upstream).
         deciders = list(dict.fromkeys([*self.pre_filter, *self.filter, *self.pre_score, *(p for p, _ in self.score)]))

@@ -183,6 +183,24 @@ class Framework(ExtensionPoints):
             return _ALL_NODES
         return PreFilterResult(SUCCESS, allowed, tuple(sorted(narrowed_by)))
 
+    def run_pre_filter_extension_add_pod(
+        self, state: CycleState, pod: PodInfo, added: PodInfo, table: NodeTable, row: int
+    ) -> None:
+        """AddPod of every PreFilter extension PreFilter did not skip (preemption's dry run)."""
+        for p in self._extensions:
+            if p.name not in state.skip_filter:
+                self._call("PreFilterExtensionAddPod", p, None, pod, None, p.add_pod, state, pod, added, table, row)
+
+    def run_pre_filter_extension_remove_pod(
+        self, state: CycleState, pod: PodInfo, removed: PodInfo, table: NodeTable, row: int
+    ) -> None:
+        """RemovePod of every PreFilter extension PreFilter did not skip (preemption's dry run)."""
+        for p in self._extensions:
+            if p.name not in state.skip_filter:
+                self._call(
+                    "PreFilterExtensionRemovePod", p, None, pod, None, p.remove_pod, state, pod, removed, table, row
+                )
+
     def run_filter(self, state: CycleState, pod: PodInfo, nodes: NodeBatch, diagnosis: Diagnosis) -> Rows:
         """Run Filter plugins in order over the candidates; returns the feasible rows.
 
