@@ -10,7 +10,7 @@ Synchronous CPU work over the cache's NodeTable, as kube-scheduler's schedulingC
 * Extenders, when configured, are the only awaits: the table may change across them, so the nodes
   are carried by name and mapped back to rows afterwards.
 
-The node search (nominated pods, the nominated or hinted node, the rotating Filter) is in search.py.
+The rotating Filter (`find`) is here; nominated pods and the nominated or hinted node are in search.py.
 """
 
 from __future__ import annotations
@@ -25,14 +25,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from kubesched.cluster.cache import ClusterCache
-from kubesched.core.nodetable import NodeTable, Rows
+from kubesched.core.nodetable import IntColumn, NodeTable, Rows
 from kubesched.core.podinfo import PodInfo
 from kubesched.framework.build import Profile
 from kubesched.framework.diagnosis import Diagnosis
 from kubesched.framework.guard import FrameworkError
-from kubesched.framework.interfaces import CycleState, NodeBatch
+from kubesched.framework.interfaces import CycleState, NodeBatch, PreFilterResult
 from kubesched.framework.runtime import Framework
-from kubesched.framework.selection import select_host
 from kubesched.framework.status import Code, Status
 from kubesched.scheduler.engine import search
 from kubesched.scheduler.engine.batch import OpportunisticBatch
@@ -52,6 +51,23 @@ def _ignore(key: tuple[str, Code, str], seconds: float) -> None:
 
 
 EXTENDER = "Extender"
+_max_reduce = np.maximum.reduce  # the ufunc itself: skips ndarray.max's Python wrapper
+MIN_FEASIBLE_NODES_TO_FIND = 100
+MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5
+
+
+def num_feasible_nodes_to_find(n: int, percentage: int, scoring: bool) -> int:
+    """kube-scheduler's numFeasibleNodesToFind: all below 100 nodes, else an adaptive share, at least 100."""
+    if n < MIN_FEASIBLE_NODES_TO_FIND:
+        return n
+    if percentage == 0:
+        percentage = max(MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND, 50 - n // 125)
+    k = n * percentage // 100
+    if k < MIN_FEASIBLE_NODES_TO_FIND:
+        k = MIN_FEASIBLE_NODES_TO_FIND
+    if not scoring:
+        return 1
+    return min(k, n)
 
 
 @dataclass(frozen=True, slots=True)
@@ -244,8 +260,9 @@ class Cycle:
             at.signature, at.hinted = signature, hinted
             # Filter over the nominated or hinted node counts as Filter, as upstream's evaluateNominatedNode.
             began = clock()
-            if try_nominated:
-                nominated = search.try_nominated(self.nominator, fw, state, pod, table, pre)
+            node = (self.nominator.node_of(pod.uid) or pod.pod.status.nominated_node_name) if try_nominated else None
+            if node:
+                nominated = search.try_nominated(fw, state, pod, table, pre, node)
                 if nominated is not None and added:
                     nominated = search.second_pass(fw, pod, table, nominated, added, Diagnosis())
                 if nominated is not None and len(nominated):
@@ -261,7 +278,7 @@ class Cycle:
                     batch.store(signature, hinted, hinted, table, self.count, None)
                 record(("Filter", _OK, profile.name), clock() - began)
                 return hinted
-            feasible, self.next_start = search.find(
+            feasible, self.next_start = find(
                 profile, state, pod, table, pre, diagnosis, self.extenders, self.percentage, self.next_start
             )
             if added:
@@ -347,3 +364,53 @@ def unreserve(
     began = time.perf_counter()
     fw.run_unreserve(state, pod, node)
     record(("Unreserve", _OK, fw.spec.scheduler_name), time.perf_counter() - began)
+
+
+def select_host(totals: IntColumn, rng: random.Random) -> int:
+    """Index of the highest total, ties broken uniformly at random (kube-scheduler's selectHost)."""
+    best = (totals == _max_reduce(totals)).nonzero()[0]
+    return int(best[0]) if len(best) == 1 else int(best[rng.randrange(len(best))])
+
+
+def find(
+    profile: Profile,
+    state: CycleState,
+    pod: PodInfo,
+    table: NodeTable,
+    pre: PreFilterResult,
+    diagnosis: Diagnosis,
+    extenders: Extenders,
+    default_percentage: int,
+    next_start: int,
+) -> tuple[Rows, int]:
+    """Filter from the rotating start until enough nodes are feasible; the feasible rows and the next start.
+
+    ``default_percentage`` is the configuration's percentageOfNodesToScore, for a profile that sets none.
+    """
+    fw = profile.framework
+    rows = table.ordered_rows()  # zones interleaved, as kube-scheduler lists its snapshot's nodes
+    live = len(rows)
+    rows = pre.narrow(table, rows, diagnosis)
+    n = len(rows)
+    if n == 0:
+        return rows, next_start
+    percentage = profile.percentage_of_nodes_to_score
+    scoring = bool(fw.score) or extenders.any_filter_or_prioritize()
+    k = num_feasible_nodes_to_find(n, default_percentage if percentage is None else percentage, scoring)
+    start = next_start % n
+    order = np.concatenate((rows[start:], rows[:start])) if start else rows
+    if k >= n:
+        feasible = fw.run_filter(state, pod, NodeBatch(table, order), diagnosis)
+        return feasible, (next_start + n) % live
+    parts: list[Rows] = []
+    found = pos = 0
+    while found < k and pos < n:
+        # First chunk: exactly k; later ones sized by the pass rate so far, so few rounds are needed.
+        size = k if pos == 0 else int((k - found) * pos / max(found, 1)) + 32
+        chunk = order[pos : pos + size]
+        passed = fw.run_filter(state, pod, NodeBatch(table, chunk), diagnosis)
+        pos += len(chunk)
+        parts.append(passed)
+        found += len(passed)
+    feasible = np.concatenate(parts) if len(parts) > 1 else parts[0]
+    return feasible[:k], (next_start + pos) % live
