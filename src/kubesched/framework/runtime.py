@@ -310,11 +310,13 @@ class Framework(ExtensionPoints):
         nodes: NodeBatch,
         raw: list[IntColumn | None] | None = None,
         normalized: list[IntColumn | None] | None = None,
+        normalize: bool = True,
     ) -> Scores:
         """Score, NormalizeScore (each checked to lie in [0, 100]) and the weights: upstream's RunScorePlugins.
 
         Opportunistic batching passes ``raw`` scores it keeps (then no Score plugin runs) and the
-        ``normalized`` columns still true (None where NormalizeScore must run again).
+        ``normalized`` columns still true (None where NormalizeScore must run again), or asks for the raw
+        scores alone (``normalize=False``: no normalized scores, no totals).
         """
         timer = state.timer
         if raw is None:
@@ -325,6 +327,8 @@ class Framework(ExtensionPoints):
                 else self._call("Score", plugin, timer, pod, nodes, plugin.score, state, pod, nodes)
                 for plugin, _ in self.score
             ]
+        if not normalize:
+            return Scores(raw, [None] * len(raw), np.zeros(len(nodes), dtype=np.int64), 0)
         out: list[IntColumn | None] = []
         totals = np.zeros(len(nodes), dtype=np.int64)
         weight_sum = 0

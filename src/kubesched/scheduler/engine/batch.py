@@ -25,7 +25,7 @@ import numpy as np
 
 from kubesched.core.nodetable import IntColumn, NodeTable, Rows
 from kubesched.core.podinfo import PodInfo
-from kubesched.framework.interfaces import CycleState, NodeBatch
+from kubesched.framework.interfaces import MAX_NODE_SCORE, MIN_NODE_SCORE, CycleState, NodeBatch
 from kubesched.framework.runtime import Framework
 
 MAX_BATCH_AGE = 0.5  # seconds (maxBatchAge)
@@ -149,9 +149,7 @@ class OpportunisticBatch:
         scratch = state.clone()  # PreScore's writes stay out of the pod's own state
         everything = NodeBatch(table, kept.rows)
         fw.run_pre_score(scratch, pod, everything)
-        # The taken node's fresh scores (normalized over it alone: the range check of the plugins that
-        # have no NormalizeScore of their own, whose normalized score is the raw one).
-        fresh = fw.run_score(scratch, pod, NodeBatch(table, kept.rows[t : t + 1]))
+        fresh = fw.run_score(scratch, pod, NodeBatch(table, kept.rows[t : t + 1]), normalize=False)  # raw only
         again: list[IntColumn | None] = list(kept.normalized)
         renormalize = False
         for i, (column, new) in enumerate(zip(kept.raw, fresh.raw, strict=True)):
@@ -162,10 +160,11 @@ class OpportunisticBatch:
                 continue
             value, old = int(new[0]), int(column[t])
             column[t] = value
-            if not fw.normalizes[i]:
-                normalized[t] = value
-            elif kept.shrunk or value != old:
-                again[i] = None  # NormalizeScore over all kept nodes again
+            if not fw.normalizes[i] and MIN_NODE_SCORE <= value <= MAX_NODE_SCORE:
+                normalized[t] = value  # no NormalizeScore of its own: the raw score, in range
+            elif not fw.normalizes[i] or kept.shrunk or value != old:
+                # NormalizeScore over all kept nodes again (out of range: the framework's check says so).
+                again[i] = None
                 renormalize = True
         kept.shrunk = False
         if renormalize:
