@@ -68,8 +68,8 @@ def _key(pod: Pod) -> str:
 
 
 def pick(pods: Sequence[Pod], wanted: str) -> tuple[Pod, list[Pod], str | None, int]:
-    """The pod to explain (pending, as if never bound), the others kept (bound ones), the node it is bound
-    to, and how many other pending pods were left out. Raises ExplainError naming the pods there are."""
+    """The pod to explain (pending, as if never bound), the other pods, the node it is bound to, and how many
+    of the others are pending too. Raises ExplainError naming the pods there are."""
     key = wanted if "/" in wanted else f"default/{wanted}"
     target = next((p for p in pods if _key(p) == key), None)
     if target is None:
@@ -87,9 +87,9 @@ def pick(pods: Sequence[Pod], wanted: str) -> tuple[Pod, list[Pod], str | None, 
     bound_to = target.spec.node_name or None
     if bound_to is not None:  # explained as the cycle that placed it would have seen the cluster
         target = msgspec.structs.replace(target, spec=msgspec.structs.replace(target.spec, node_name=""))
-    others = [p for p in pods if p is not target and _key(p) != key and p.spec.node_name]
-    skipped = sum(1 for p in pods if _key(p) != key and not p.spec.node_name)
-    return target, others, bound_to, skipped
+    others = [p for p in pods if _key(p) != key]
+    waiting = sum(1 for p in others if not p.spec.node_name)
+    return target, others, bound_to, waiting
 
 
 async def explain(
@@ -122,15 +122,34 @@ async def explain(
     cluster.attach(scheduler)
     notes = []
     if skipped:
-        notes.append(f"{skipped} other pending pod(s) left out: the pod is explained as the next one scheduled")
+        notes.append(f"{skipped} other pending pod(s) not scheduled first: the pod is explained as the next one")
     entry = scheduler.queue.pop()
-    key = f"{target.metadata.namespace}/{target.metadata.name}"
+    uid = cluster_uid(cluster, target)
+    while entry is not None and entry.info.uid != uid:  # the others wait (nominated ones still count)
+        entry = scheduler.queue.pop()
+    key = f"{target.metadata.namespace or 'default'}/{target.metadata.name}"
     if entry is None:
         reason = next((p.reason for p in cluster.placements() if p.pod == key), None) or "not attempted"
-        return Explanation(key, kubernetes_version, target.spec.scheduler_name, None, reason, bound_to=bound_to)
+        return Explanation(
+            pod=key,
+            kubernetes_version=kubernetes_version,
+            profile=target.spec.scheduler_name,
+            node=None,
+            message=reason,
+            bound_to=bound_to,
+            notes=notes,
+        )
     profile = scheduler.built.profiles[entry.profile]
     fw, pod, table = profile.framework, entry.info, scheduler.cache.table
-    out = Explanation(key, kubernetes_version, profile.name, None, "", bound_to=bound_to, notes=notes)
+    out = Explanation(
+        pod=key,
+        kubernetes_version=kubernetes_version,
+        profile=profile.name,
+        node=None,
+        message="",
+        bound_to=bound_to,
+        notes=notes,
+    )
     state = CycleState()
     pre = fw.run_pre_filter(state, pod, table)
     out.pre_filter = _pre_filter_steps(fw, pod, table)
@@ -184,6 +203,12 @@ async def explain(
     if helps and out.node is None:
         out.help = what_would_help(fw, pod, table, len(feasible), objects.nodes, _short(failed))
     return out
+
+
+def cluster_uid(cluster: MemoryCluster, target: Pod) -> str:
+    """The UID the in-memory cluster gave ``target`` (a pod of a file may have none)."""
+    key = _key(target)
+    return next((uid for uid, p in cluster.pods.items() if _key(p) == key), "")
 
 
 def _short(failed: dict[int, list[Verdict]]) -> dict[str, list[int]]:

@@ -73,16 +73,16 @@ class Help(msgspec.Struct, rename="camel", omit_defaults=True, frozen=True):
     detail: str = ""
 
 
-class Explanation(msgspec.Struct, rename="camel", omit_defaults=True):
-    """Why one pod lands where it does, or why it stays pending."""
+class Explanation(msgspec.Struct, rename="camel", kw_only=True):
+    """Why one pod lands where it does, or why it stays pending (every field written, null or empty)."""
 
+    api_version: str = API_VERSION
+    kind: str = KIND
     pod: str
     kubernetes_version: str
     profile: str
     node: str | None
     message: str  # kube-scheduler's FitError (or plugin error) message when no node was chosen
-    api_version: str = API_VERSION
-    kind: str = KIND
     bound_to: str | None = None  # the node the pod is already bound to, when it was explained as if pending
     runner_up: str | None = None
     margin: int | None = None  # the chosen node's total score minus the runner-up's
