@@ -51,7 +51,9 @@ def test_the_release_is_followed(capsys: pytest.CaptureFixture[str]) -> None:
 def test_a_missing_pod_names_what_is_there(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, err = run(capsys, "shop/nope", "--cluster", str(CLUSTER))
     assert code == 2 and out == ""
-    assert err.startswith("kubesched: error: no pod shop/nope in the cluster (8 pods); pending pods: ml/huge-0, ml/trainer-0")
+    assert err.startswith(
+        "kubesched: error: no pod shop/nope in the cluster (8 pods); pending pods: ml/huge-0, ml/trainer-0"
+    )
     assert "Traceback" not in err
 
 

@@ -22,6 +22,7 @@ from kubesched.cluster.volumes import VolumeObjects
 from kubesched.core.nodetable import NodeTable, Rows
 from kubesched.core.podinfo import PodInfo
 from kubesched.errors import KubeschedError
+from kubesched.framework.build import Profile
 from kubesched.framework.diagnosis import Diagnosis
 from kubesched.framework.guard import PASS_THROUGH, plugin_error
 from kubesched.framework.handle import DefaultSelector
@@ -30,6 +31,7 @@ from kubesched.framework.runtime import Framework
 from kubesched.framework.status import Status
 from kubesched.scheduler.engine import search
 from kubesched.scheduler.engine.built import Built
+from kubesched.scheduler.engine.extenders import NoExtenders
 from kubesched.scheduler.engine.queue import ManualClock
 from kubesched.scheduler.engine.scheduler import Scheduler
 from kubesched.scheduler.explain.helps import what_would_help
@@ -151,23 +153,10 @@ async def explain(
         notes=notes,
     )
     state = CycleState()
-    pre = fw.run_pre_filter(state, pod, table)
+    narrowed, feasible, reported, failed = _filter(scheduler, profile, state, pod)
     out.pre_filter = _pre_filter_steps(fw, pod, table)
     rows = table.ordered_rows()
     names = table.name_array()
-    diagnosis = Diagnosis()
-    if pre.status.rejected:
-        reported: dict[int, Status] = {int(r): pre.status for r in rows.tolist()}
-        narrowed: Rows = rows[:0]
-        feasible: Rows = rows[:0]
-    else:
-        narrowed = pre.narrow(table, rows, diagnosis)
-        feasible = fw.run_filter(state, pod, NodeBatch(table, narrowed), diagnosis)
-        reported = dict(diagnosis.items())
-        if diagnosis.absent is not None:  # narrowed away by PreFilter: no Filter plugin ran there
-            for r in np.setdiff1d(rows, narrowed).tolist():
-                reported.setdefault(int(r), diagnosis.absent)
-    failed = _every_filter(fw, state, pod, NodeBatch(table, narrowed)) if len(narrowed) else {}
     percentage = profile.percentage_of_nodes_to_score
     pct = scheduler.cycle.percentage if percentage is None else percentage
     k = search.num_feasible_nodes_to_find(len(narrowed), pct, bool(fw.score)) if len(narrowed) else 0
@@ -183,7 +172,7 @@ async def explain(
                 str(names[r]),
                 r in feasible_set,
                 _verdict(status) if status is not None else None,
-                failed.get(r, []),
+                _with_reported(failed.get(r, []), status),
                 r in scores,
                 list(node_scores),
                 sum(s.weighted for s in node_scores) if r in scores else None,
@@ -209,6 +198,40 @@ def cluster_uid(cluster: MemoryCluster, target: Pod) -> str:
     """The UID the in-memory cluster gave ``target`` (a pod of a file may have none)."""
     key = _key(target)
     return next((uid for uid, p in cluster.pods.items() if _key(p) == key), "")
+
+
+def _filter(
+    scheduler: Scheduler, profile: Profile, state: CycleState, pod: PodInfo
+) -> tuple[Rows, Rows, dict[int, Status], dict[int, list[Verdict]]]:
+    """PreFilter and Filter over every node as the cycle runs them (`Cycle._find`'s steps: nominated pods of
+    at least the pod's priority counted on their nodes, then the second pass without them), and every Filter
+    plugin over the nodes PreFilter left: the rows left, the feasible rows, each rejected row's reported
+    status, every plugin failing each row."""
+    fw, table = profile.framework, scheduler.cache.table
+    rows = table.ordered_rows()
+    diagnosis = Diagnosis()
+    added: dict[int, list[PodInfo]] = {}
+    with search.nominated_pods(scheduler.cache, scheduler.nominator, table, pod, added):
+        pre = fw.run_pre_filter(state, pod, table)
+        if pre.status.rejected:
+            return rows[:0], rows[:0], {int(r): pre.status for r in rows.tolist()}, {}
+        narrowed = pre.narrow(table, rows, Diagnosis())
+        feasible, _ = search.find(profile, state, pod, table, pre, diagnosis, NoExtenders(), 100, 0)
+        failed = _every_filter(fw, state, pod, NodeBatch(table, narrowed)) if len(narrowed) else {}
+    if added:
+        feasible = search.second_pass(fw, pod, table, feasible, added, diagnosis)
+    reported = dict(diagnosis.items())
+    if diagnosis.absent is not None:  # narrowed away by PreFilter: no Filter plugin ran there
+        for r in np.setdiff1d(rows, narrowed).tolist():
+            reported.setdefault(int(r), diagnosis.absent)
+    return narrowed, feasible, reported, failed
+
+
+def _with_reported(failed: list[Verdict], status: Status | None) -> list[Verdict]:
+    """Every failing plugin, the reported one among them (it may fail only with nominated pods counted)."""
+    if status is None or status.code == 0 or any(v.plugin == status.plugin for v in failed):
+        return failed
+    return [_verdict(status), *failed]
 
 
 def _short(failed: dict[int, list[Verdict]]) -> dict[str, list[int]]:

@@ -174,3 +174,13 @@ def test_the_explain_decider_answers_as_the_memory_decider() -> None:
     snapshot = {"nodes": NODES, "pods": [FILLER, pod("p", "2")]}
     old, new = snapshot_decider({"percentageOfNodesToScore": 100}), explain_decider({"percentageOfNodesToScore": 100})
     assert new("default-scheduler", snapshot) == old("default-scheduler", snapshot)
+
+
+async def test_a_nomination_the_api_holds_counts_on_its_node() -> None:
+    # As kube-scheduler's queue.Add: a pending pod nominated by an earlier preemption keeps its room.
+    nodes = [node_json("big", alloc={"cpu": "4", "pods": "10"})]
+    nominated = pod("first", "3", priority=1000) | {"status": {"nominatedNodeName": "big"}}
+    ex = await run([nominated, pod("p", "2")], "ns/p", nodes)
+    assert ex.node is None and by_name(ex)["big"].reported.reason == "Insufficient cpu"
+    alone = await run([pod("p", "2")], "ns/p", nodes)
+    assert alone.node == "big"
