@@ -12,6 +12,7 @@ from kubesched.cli import (
     certs_cmd,
     config_cmd,
     dev_cluster,
+    explain_cmd,
     extender_cmd,
     helptext,
     manifests_cmd,
@@ -60,6 +61,7 @@ def build_parser() -> argparse.ArgumentParser:
     dev_cluster.register(sub)
     scheduler_cmd.register(sub)
     snapshot_cmd.register(sub)
+    explain_cmd.register(sub)
     plugins_cmd.register(sub)
     webhook_cmd.register(sub)
     certs_cmd.register(sub)

@@ -193,7 +193,7 @@ def read_config(
     config, errors = verdict.config, verdict.refusals
     for w in verdict.warnings:
         log.warning("configuration: %s", w)
-    if args is not None:
+    if args is not None and hasattr(args, "leader_elect"):  # commands that elect no leader (explain) have no flags
         try:
             le = leader_election(args, config.leader_election)
         except ConfigurationError as err:

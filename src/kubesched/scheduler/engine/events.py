@@ -75,7 +75,11 @@ class ClusterEvents(SchedulerState):
         entry = self.queue.get(uid)
         if entry is not None and not _changed(entry.info.pod, pod):
             return  # only the status moved (our own condition patch, for one)
-        self.queue.add(self.cache.compile(pod), name)
+        info = self.cache.compile(pod)
+        self.queue.add(info, name)
+        if pod.status.nominated_node_name and self.nominator.node_of(uid) is None:
+            # As kube-scheduler's queue.Add: a nomination the API holds (an earlier run's preemption) counts.
+            self.nominator.add(info, pod.status.nominated_node_name)
         self.placements.setdefault(_key(pod), Placement(_key(pod)))
 
     def pod_deleted(self, pod: Pod) -> None:

@@ -1,0 +1,139 @@
+"""`kubesched explain NAMESPACE/POD`: why a pod is pending or why it landed where it did, node by node."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import sys
+import tempfile
+from pathlib import Path
+
+import msgspec
+
+from kubesched.cli import kube_version
+from kubesched.cli.plugins_cmd import add_plugins_from_flag, image_only
+from kubesched.cli.scheduler_cmd import builder, config_problem, read_config
+from kubesched.cluster.files import ClusterFile, ClusterFileError, read_cluster
+from kubesched.cluster.kubeclient import KubeClient, KubeConfigError, connect
+from kubesched.cluster.resources import ResourceObjects
+from kubesched.cluster.snapshot import SnapshotError, take, write_atomically
+from kubesched.cluster.storage import volume_objects
+from kubesched.errors import CLIError, ConfigurationError
+from kubesched.framework.guard import FrameworkError
+from kubesched.scheduler.explain.evaluate import ExplainError, Objects, explain
+from kubesched.scheduler.explain.render import text
+
+DESCRIPTION = """\
+Explain one pod's scheduling as kube-scheduler would do it now: for every node, the status kube-scheduler
+reports for it (its first failing Filter plugin, with kube-scheduler's message) and every other Filter
+plugin that fails it; each PreFilter plugin's verdict; for the nodes kube-scheduler scores (its
+percentageOfNodesToScore sample), each Score plugin's raw, normalized and weighted score; the chosen node
+and its lead over the next; the FailedScheduling message word for word; what preemption would do; and,
+for a pod that fits nowhere, what single change to its spec would open the most nodes (each change run
+through the filters again, never guessed).
+
+The pod is run through a fresh in-memory scheduler on the cluster's objects, as `scheduler run --cluster`
+would run it next: other pending pods are left out, a bound pod is explained as if it were pending.
+--kubeconfig reads the live cluster first (as `kubesched snapshot`); nothing is written to it.
+-o json writes the documented schema (apiVersion kubesched.io/v1alpha1, kind Explanation: docs/explain.md).
+"""
+
+EPILOG = """\
+Examples:
+  kubesched explain default/web-0 --cluster cluster.yaml
+  kubesched explain team-a/trainer-3 --kubeconfig ~/.kube/config -o json
+"""
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    cmd = sub.add_parser(
+        "explain",
+        help="why a pod is pending (or where it lands and why): every node, every plugin",
+        description=DESCRIPTION,
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    cmd.add_argument("pod", metavar="NAMESPACE/POD", help="the pod (a name alone means namespace default)")
+    where = cmd.add_mutually_exclusive_group(required=True)
+    where.add_argument(
+        "--cluster", type=Path, metavar="FILE", help="a cluster file (kubesched snapshot, kubectl get -o yaml)"
+    )
+    where.add_argument("--kubeconfig", metavar="FILE", help="explain against the live cluster of this kubeconfig")
+    cmd.add_argument("--context", help="kubeconfig context (default: its current-context)")
+    cmd.add_argument("--config", type=Path, help="KubeSchedulerConfiguration (default: kube-scheduler's defaults)")
+    kube_version.add_flag(cmd)
+    add_plugins_from_flag(cmd, "the config's pluginModules")
+    cmd.add_argument("-o", "--output", choices=("text", "json"), default="text", help="output format (default text)")
+    cmd.add_argument("--all-nodes", action="store_true", help="text: list every node (default: at most 50)")
+    cmd.set_defaults(func=run_explain)
+
+
+def run_explain(args: argparse.Namespace) -> int:
+    logging.basicConfig(level=logging.WARNING, format="kubesched: %(levelname)s: %(message)s")
+    release = kube_version.release(args)
+    if args.config is not None and not args.config.is_file():
+        raise CLIError(f"--config: no such file {args.config}")
+    try:
+        config, errors = read_config(args.config, False, args)
+    except ConfigurationError as err:
+        raise config_problem(err, args.config) from None
+    if errors:
+        raise config_problem(ConfigurationError(errors=errors), args.config)
+    found = _objects(args)
+    for warning in found.warnings:
+        logging.getLogger("kubesched.cluster").warning("%s", warning)
+    objects = Objects(
+        found.nodes,
+        found.pods,
+        found.namespaces,
+        found.pdbs,
+        default_selector=found.workloads.default_selector,
+        volumes=volume_objects(found.storage),
+        resources=ResourceObjects(found.device_classes, found.resource_slices, found.resource_claims),
+    )
+    build = builder(config, [], release, image_only(args))
+    try:
+        ex = asyncio.run(explain(build, objects, args.pod, f"v{release.version}"))
+    except ExplainError as err:
+        raise CLIError(str(err)) from None
+    except ConfigurationError as err:
+        raise config_problem(err, args.config) from None
+    except FrameworkError as err:
+        raise CLIError(f"explaining {args.pod}: {err}") from None
+    if args.output == "json":
+        sys.stdout.write(msgspec.json.format(msgspec.json.encode(ex), indent=2).decode() + "\n")
+    else:
+        sys.stdout.write(text(ex, args.all_nodes))
+    return 0
+
+
+def _objects(args: argparse.Namespace) -> ClusterFile:
+    if args.cluster is not None:
+        try:
+            return read_cluster(args.cluster)
+        except ClusterFileError as err:
+            raise CLIError(str(err)) from None
+    try:
+        conn = connect(args.kubeconfig, args.context)
+    except (KubeConfigError, OSError) as err:
+        raise CLIError(str(err)) from None
+
+    async def snapshot() -> dict[str, object]:
+        client = KubeClient(conn, 60.0, connections=2, user_agent="kubesched/explain")
+        try:
+            return (await take(client)).documents()
+        finally:
+            await client.aclose()
+
+    try:
+        doc = asyncio.run(snapshot())
+    except SnapshotError as err:
+        raise CLIError(f"reading the cluster: {err}") from None
+    with tempfile.TemporaryDirectory(prefix="kubesched-explain-") as tmp:
+        path = Path(tmp) / "cluster.yaml"
+        write_atomically(path, doc)  # the very file `kubesched snapshot` writes, read as one
+        try:
+            return read_cluster(path)
+        except ClusterFileError as err:
+            raise CLIError(f"the live cluster's objects: {err}") from None

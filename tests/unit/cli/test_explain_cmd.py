@@ -1,0 +1,75 @@
+"""`kubesched explain`: the command on a cluster file, its outputs and its errors."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from kubesched.cli.main import main
+
+ROOT = Path(__file__).resolve().parents[3]
+CLUSTER = ROOT / "examples" / "cluster.yaml"
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    try:
+        code = main(["explain", *argv])
+    except SystemExit as end:  # argparse's own errors
+        code = int(end.code or 0)
+    got = capsys.readouterr()
+    return code, got.out, got.err
+
+
+def test_text_reads_like_kubectl_describe_with_what_would_help(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "ml/huge-0", "--cluster", str(CLUSTER))
+    assert code == 0
+    assert out.startswith("Pod:                 ml/huge-0\n")
+    assert "Node:                <none>" in out and "Message:             0/4 nodes are available:" in out
+    assert "node-d  no    NodeUnschedulable: node(s) were unschedulable      NodeResourcesFit" in out
+    assert "What would help:\n  1. fits on 2 more node(s) without its cpu request (asks 32 cpu;" in out
+
+
+def test_json_is_the_documented_schema(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "shop/web-0", "--cluster", str(CLUSTER), "-o", "json")
+    doc = json.loads(out)
+    assert code == 0 and doc["apiVersion"] == "kubesched.io/v1alpha1" and doc["kind"] == "Explanation"
+    assert doc["pod"] == "shop/web-0" and doc["kubernetesVersion"] == "v1.37.2" and doc["node"]
+    assert {n["name"] for n in doc["nodes"]} == {"node-a", "node-b", "node-c", "node-d"}
+    chosen = next(n for n in doc["nodes"] if n["name"] == doc["node"])
+    assert chosen["feasible"] and chosen["total"] == sum(s["weighted"] for s in chosen["scores"])
+
+
+def test_the_release_is_followed(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "shop/web-0", "--cluster", str(CLUSTER), "-o", "json", "--kubernetes-version", "1.35")
+    doc = json.loads(out)
+    assert code == 0 and doc["kubernetesVersion"] == "v1.35.4"
+    assert "NodeDeclaredFeatures" not in {s["plugin"] for s in doc["preFilter"]}  # a v1.37 default plugin
+
+
+def test_a_missing_pod_names_what_is_there(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(capsys, "shop/nope", "--cluster", str(CLUSTER))
+    assert code == 2 and out == ""
+    assert err.startswith(
+        "kubesched: error: no pod shop/nope in the cluster (8 pods); pending pods: ml/huge-0, ml/trainer-0"
+    )
+    assert "Traceback" not in err
+
+
+def test_bad_inputs_are_named(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    code, _, err = run(capsys, "a/b", "--cluster", str(tmp_path / "none.yaml"))
+    assert code == 2 and "none.yaml" in err and "Traceback" not in err
+    bad = tmp_path / "config.yaml"
+    bad.write_text("apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\nprofiles: 3\n")
+    code, _, err = run(capsys, "shop/web-0", "--cluster", str(CLUSTER), "--config", str(bad))
+    assert code == 2 and "profiles" in err and "Traceback" not in err
+    deep = tmp_path / "deep.yaml"
+    deep.write_text("items: " + "[" * 5000 + "]" * 5000 + "\n")
+    code, _, err = run(capsys, "shop/web-0", "--cluster", str(deep))
+    assert code == 2 and "Traceback" not in err
+
+
+def test_a_cluster_flag_is_required(capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run(capsys, "shop/web-0")
+    assert code == 2 and "one of the arguments --cluster --kubeconfig is required" in err
