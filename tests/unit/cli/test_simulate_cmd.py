@@ -76,8 +76,8 @@ def test_bad_inputs_are_named(capsys: pytest.CaptureFixture[str], tmp_path: Path
     code, out, err = run(capsys, "--cluster", CLUSTER, "--scenario", str(bad))
     assert code == 2 and out == ""
     assert (
-        err
-        == f"kubesched: error: {bad} is invalid (1 problem):\n  steps[0].addPods.replicas: 5000000 exceeds the limit 100000\n"
+        err == f"kubesched: error: {bad} is invalid (1 problem):\n"
+        "  steps[0].addPods.replicas: 5000000 exceeds the limit 100000\n"
     )
     bad.write_text("steps:\n- drain: [node-z]\n")
     code, _, err = run(capsys, "--cluster", CLUSTER, "--scenario", str(bad))
