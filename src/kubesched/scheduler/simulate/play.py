@@ -76,10 +76,10 @@ class _State:
     waiting: list[Pod]  # the snapshot's pending pods, until replayPending
     tracked: dict[str, str] = field(default_factory=dict)  # uid -> key of every pod that was pending here
     keys: dict[str, str] = field(default_factory=dict)  # uid -> key of every pod ever in the cluster
+    uids: dict[str, str] = field(default_factory=dict)  # key -> uid of its latest incarnation
     fillers: set[str] = field(default_factory=set)  # filler pods' uids
     serial: int = 0
     preemptions: int = 0
-    events_seen: int = 0
     replayed: bool = False
 
     def uid(self) -> str:
@@ -117,6 +117,7 @@ async def play(
     cluster.attach(scheduler)
     st = _State(cluster, scheduler, clock, waiting)
     st.keys = {uid: _key(p) for uid, p in cluster.pods.items()}
+    st.uids = {key: uid for uid, key in st.keys.items()}
     classes = priority_classes(found.priority_classes)
     run = Run(label=options.label, config=options.config, profiles=sorted(scheduler.built.profiles))
     ext = measure.extended(scheduler.cache.table)
@@ -127,11 +128,10 @@ async def play(
         result = StepResult(index=step.index, name=step.name, aggregate=run.initial_aggregate)
         result.actions = _apply(st, step, classes, found)
         ext = measure.extended(scheduler.cache.table)
-        attempted = [uid for uid, p in cluster.pods.items() if not p.spec.node_name]
         result.cycles = await run_until_settled(scheduler, clock)
-        result.preemptions = _preemptions(st)
+        attempted, result.preemptions = _events(st)
         if options.records:
-            result.decisions = [_decision(st, uid, st.keys[uid]) for uid in attempted]
+            result.decisions = [_decision(st, st.uids[key], key) for key in attempted if key in st.uids]
             result.nodes = measure.node_states(scheduler.cache.table, ext)
         result.aggregate = _aggregate(st, ext)
         run.steps.append(result)
@@ -175,22 +175,21 @@ def _decision(st: _State, uid: str, key: str) -> PodDecision:
     return PodDecision(key, None, message, pod.status.nominated_node_name or None)
 
 
-def _preemptions(st: _State) -> list[Preemption]:
-    events = st.cluster.events
+def _events(st: _State) -> tuple[list[str], list[Preemption]]:
+    """The step's events, then forgotten (memory stays bounded over many steps): the pods attempted (each
+    attempt reports Scheduled or FailedScheduling), in the order of their first attempt, and the preemptions."""
+    attempted: dict[str, None] = {}
     out = []
-    for e in events[st.events_seen :]:
-        if e.reason != "Preempted":
-            continue
-        # "Preempted by pod <uid> on node <node>"
-        rest = e.note.removeprefix("Preempted by pod ")
-        uid, _, node = rest.partition(" on node ")
-        out.append(Preemption(e.regarding, st.keys.get(uid, uid), node))
-    st.events_seen = len(events)
-    if len(events) > 100_000:  # the events are not needed once read: memory stays bounded over many steps
-        del events[:]
-        st.events_seen = 0
+    for e in st.cluster.events:
+        if e.reason == "Preempted":
+            # "Preempted by pod <uid> on node <node>"
+            uid, _, node = e.note.removeprefix("Preempted by pod ").partition(" on node ")
+            out.append(Preemption(e.regarding, st.keys.get(uid, uid), node))
+        elif e.reason in ("Scheduled", "FailedScheduling"):
+            attempted[e.regarding] = None
+    st.cluster.events.clear()
     st.preemptions += len(out)
-    return out
+    return list(attempted), out
 
 
 def _apply(st: _State, step: Step, classes: Mapping[str, PriorityClass], found: ClusterFile) -> list[str]:
@@ -217,6 +216,7 @@ def _add_pod(st: _State, pod: Pod, track: bool) -> None:
     uid = pod.metadata.uid
     st.cluster.pods[uid] = pod
     st.keys[uid] = _key(pod)
+    st.uids[_key(pod)] = uid
     if track:
         st.tracked[uid] = _key(pod)
     st.scheduler.pod_upserted(pod)

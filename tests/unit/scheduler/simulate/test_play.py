@@ -133,7 +133,10 @@ async def test_decisions_messages_and_preemption_per_step() -> None:
     assert [d.pod for d in first.decisions] == ["ns/big-0"]  # the file's pending pod waits for replayPending
     assert first.decisions[0].node is None
     assert first.decisions[0].message.startswith("0/1 nodes are available: 1 Insufficient cpu.")
-    assert sorted(d.pod for d in second.decisions) == ["ns/big-0", "ns/waiting"]
+    # Only the pods the step attempted: big-0 stays parked (nothing it waits for changed), as in kube-scheduler.
+    assert [d.pod for d in second.decisions] == ["ns/waiting"]
+    # The eviction frees room: the parked pods are tried again after the preemptor.
+    assert [d.pod for d in third.decisions] == ["ns/vip-0", "ns/waiting", "ns/big-0"]
     assert [(p.victim, p.preemptor, p.node) for p in third.preemptions] == [("ns/low", "ns/vip-0", "only")]
     assert third.aggregate.preemptions == 1
     assert placements(s)["ns/vip-0"] == "only"
