@@ -109,6 +109,7 @@ class Run(msgspec.Struct, rename="camel", kw_only=True):
     initial_aggregate: Aggregate | None = None
     steps: list[StepResult] = msgspec.field(default_factory=list)
     final: list[PodDecision] = msgspec.field(default_factory=list)  # every scenario pod's end state (records on)
+    notes: list[str] = msgspec.field(default_factory=list)  # e.g. records stopped at their bound
 
 
 class PodDifference(msgspec.Struct, rename="camel"):

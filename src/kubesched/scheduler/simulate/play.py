@@ -55,6 +55,11 @@ FILLER_LABEL = "kubesched.io/simulate-filler"
 OWNER_KINDS_RECREATED = ("ReplicaSet", "StatefulSet", "Job", "ReplicationController")
 
 
+# Per-pod decisions and per-node states kept in one run (~200 bytes each): 1,000 steps of 50,000 nodes
+# would be 50 million; past this bound the steps keep their aggregates only.
+MAX_RECORDS = 2_000_000
+
+
 class SimulationError(KubeschedError):
     """A step that cannot be applied (a node named that is not there, a name generated twice)."""
 
@@ -79,6 +84,7 @@ class _State:
     uids: dict[str, str] = field(default_factory=dict)  # key -> uid of its latest incarnation
     fillers: set[str] = field(default_factory=set)  # filler pods' uids
     serial: int = 0
+    recorded: int = 0  # decisions and node states recorded so far
     preemptions: int = 0
     replayed: bool = False
 
@@ -123,6 +129,7 @@ async def play(
     ext = measure.extended(scheduler.cache.table)
     if options.records:
         run.initial = measure.node_states(scheduler.cache.table, ext)
+        st.recorded = len(run.initial)
     run.initial_aggregate = _aggregate(st, ext)
     for step in scenario.steps:
         result = StepResult(index=step.index, name=step.name, aggregate=run.initial_aggregate)
@@ -130,7 +137,7 @@ async def play(
         ext = measure.extended(scheduler.cache.table)
         result.cycles = await run_until_settled(scheduler, clock)
         attempted, result.preemptions = _events(st)
-        if options.records:
+        if options.records and not _over(run, st, len(attempted) + len(scheduler.cache.table)):
             result.decisions = [_decision(st, st.uids[key], key) for key in attempted if key in st.uids]
             result.nodes = measure.node_states(scheduler.cache.table, ext)
         result.aggregate = _aggregate(st, ext)
@@ -142,15 +149,34 @@ async def play(
     return run, list(latest.values())
 
 
+def _over(run: Run, st: _State, more: int) -> bool:
+    """Whether this step's records would pass MAX_RECORDS (then they stop, and a note says so)."""
+    st.recorded += more
+    if st.recorded <= MAX_RECORDS:
+        return False
+    if not run.notes or not run.notes[-1].startswith("records stopped"):
+        run.notes.append(
+            f"records stopped at step {len(run.steps)}: more than {MAX_RECORDS} pod decisions and node states"
+            " (the aggregates go on; --no-records, or fewer steps or nodes)"
+        )
+    return True
+
+
 def _key(pod: Pod) -> str:
     return f"{pod.metadata.namespace or 'default'}/{pod.metadata.name}"
 
 
 def _aggregate(st: _State, ext: list[str]) -> Aggregate:
-    used = {p.spec.node_name for uid, p in st.cluster.pods.items() if p.spec.node_name and uid not in st.fillers}
-    pods = st.cluster.pods
-    placed = sum(1 for uid in st.tracked if (p := pods.get(uid)) is not None and p.spec.node_name)
-    pending = sum(1 for p in pods.values() if not p.spec.node_name)
+    used: set[str] = set()
+    placed = pending = 0
+    tracked, fillers = st.tracked, st.fillers
+    for uid, p in st.cluster.pods.items():  # one pass: a step costs O(pods) beside its cycles
+        node = p.spec.node_name
+        if not node:
+            pending += 1
+        elif uid not in fillers:
+            used.add(node)
+            placed += uid in tracked
     table = st.scheduler.cache.table
     return measure.aggregate(table, ext, used=len(used), placed=placed, pending=pending, preemptions=st.preemptions)
 

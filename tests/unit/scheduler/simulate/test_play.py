@@ -11,6 +11,7 @@ from kubesched.api.core import Node, Pod
 from kubesched.cluster.files import ClusterFile
 from kubesched.config.profiles import parse as parse_config
 from kubesched.scheduler.profiles.manager import build_default, load
+from kubesched.scheduler.simulate import play as play_module
 from kubesched.scheduler.simulate.model import Simulation
 from kubesched.scheduler.simulate.play import Options, SimulationError, simulate
 from kubesched.scheduler.simulate.scenario import parse
@@ -235,3 +236,21 @@ async def test_replay_happens_once_and_delete_pods_by_namespace() -> None:
     assert s.runs[0].steps[1].actions == ["replayPending: already replayed"]
     assert s.runs[0].steps[2].actions == ["deletePods: 1 pod(s) deleted"]
     assert {d.pod: d.node for d in s.runs[0].final} == {"ns/p": "n0", "other/q": None}
+
+
+async def test_records_stop_at_their_bound(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(play_module, "MAX_RECORDS", 32)  # 12 node states before, then 12 and 6 decisions
+    s = await sim(
+        steps(
+            {"addPods": {"replicas": 6, "name": "a", "namespace": "ns", "template": TEMPLATE}},
+            {"deletePods": ["ns/a-0"]},
+        ),
+        cluster(IDENTICAL),
+    )
+    first, second = s.runs[0].steps
+    assert len(first.nodes) == 12 and len(first.decisions) == 6 and second.nodes == []
+    assert s.runs[0].notes == [
+        "records stopped at step 1: more than 32 pod decisions and node states"
+        " (the aggregates go on; --no-records, or fewer steps or nodes)"
+    ]
+    assert second.aggregate.pods_bound == 5
