@@ -12,8 +12,9 @@ from kubesched.cluster.files import ClusterFile
 from kubesched.config.profiles import parse as parse_config
 from kubesched.scheduler.profiles.manager import build_default, load
 from kubesched.scheduler.simulate import play as play_module
+from kubesched.scheduler.simulate.actions import SimulationError
 from kubesched.scheduler.simulate.model import Simulation
-from kubesched.scheduler.simulate.play import Options, SimulationError, simulate
+from kubesched.scheduler.simulate.play import Options, simulate
 from kubesched.scheduler.simulate.scenario import parse
 from kubesched.testing.builders import node_json
 
