@@ -36,7 +36,9 @@ def test_json_is_the_schema_with_every_step(capsys: pytest.CaptureFixture[str]) 
     assert [s["index"] for s in a["steps"]] == list(range(6))
     replay = a["steps"][0]
     assert {d["pod"] for d in replay["decisions"]} >= {"shop/web-0", "ops/critical-0", "ml/huge-0"}
-    assert replay["preemptions"] == [{"victim": "jobs/batch-0", "preemptor": "ops/critical-0", "node": "node-b"}]
+    (preempted,) = replay["preemptions"]
+    assert preempted["victim"] == "jobs/batch-0" and preempted["preemptor"] == "ops/critical-0"
+    assert preempted["node"] == "node-b" and preempted["message"].startswith("0/4 nodes are available:")
     huge = next(d for d in replay["decisions"] if d["pod"] == "ml/huge-0")
     assert huge["node"] is None and huge["message"].startswith("0/4 nodes are available:")
     gpu = next(n for n in a["steps"][1]["nodes"] if n["name"] == "gpu-0")

@@ -167,14 +167,18 @@ def _events(st: State) -> tuple[list[str], list[Preemption]]:
     """The step's events, then forgotten (memory stays bounded over many steps): the pods attempted (each
     attempt reports Scheduled or FailedScheduling), in the order of their first attempt, and the preemptions."""
     attempted: dict[str, None] = {}
-    out = []
+    evicted: list[tuple[str, str, str]] = []
+    failed: dict[str, str] = {}  # each pod's first FailedScheduling message of the step
     for e in st.cluster.events:
         if e.reason == "Preempted":
             # "Preempted by pod <uid> on node <node>"
             uid, _, node = e.note.removeprefix("Preempted by pod ").partition(" on node ")
-            out.append(Preemption(e.regarding, st.keys.get(uid, uid), node))
+            evicted.append((e.regarding, st.keys.get(uid, uid), node))
         elif e.reason in ("Scheduled", "FailedScheduling"):
             attempted[e.regarding] = None
+            if e.reason == "FailedScheduling":
+                failed.setdefault(e.regarding, e.note)
+    out = [Preemption(victim, by, node, failed.get(by, "")) for victim, by, node in evicted]
     st.cluster.events.clear()
     st.preemptions += len(out)
     return list(attempted), out

@@ -141,6 +141,7 @@ async def test_decisions_messages_and_preemption_per_step() -> None:
     # The eviction frees room: the parked pods are tried again after the preemptor.
     assert [d.pod for d in third.decisions] == ["ns/vip-0", "ns/waiting", "ns/big-0"]
     assert [(p.victim, p.preemptor, p.node) for p in third.preemptions] == [("ns/low", "ns/vip-0", "only")]
+    assert third.preemptions[0].message.startswith("0/1 nodes are available: 1 Insufficient cpu.")
     assert third.aggregate.preemptions == 1
     assert placements(s)["ns/vip-0"] == "only"
 
