@@ -124,3 +124,11 @@ def test_the_same_seed_gives_the_same_placements_in_another_process(tmp_path: Pa
     assert outs[0] == outs[1]
     doc = json.loads(outs[0])
     assert doc["runs"][0]["steps"][1]["aggregate"]["podsPlaced"] == 150
+
+
+def test_feature_gates_and_release_are_followed(capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["--cluster", CLUSTER, "--scenario", SCENARIO, "-o", "json", "--kubernetes-version", "1.35"]
+    code, out, _ = run(capsys, *argv, "--feature-gates", "OpportunisticBatching=false")
+    assert code == 0 and json.loads(out)["kubernetesVersion"] == "v1.35.4"
+    code, _, err = run(capsys, *argv, "--feature-gates", "NoSuchGate=true")
+    assert code == 2 and "unrecognized feature gate: NoSuchGate" in err

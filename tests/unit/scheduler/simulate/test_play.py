@@ -256,3 +256,8 @@ async def test_records_stop_at_their_bound(monkeypatch: pytest.MonkeyPatch) -> N
         " (the aggregates go on; --no-records, or fewer steps or nodes)"
     ]
     assert second.aggregate.pods_bound == 5
+
+
+async def test_compare_without_records_still_compares_pod_by_pod() -> None:
+    s = await sim(SPREAD, cluster(IDENTICAL), records=False, b=True)
+    assert s.comparison is not None and s.comparison.same == 6 and not s.runs[0].final
