@@ -77,9 +77,8 @@ def apply(st: State, step: Step, classes: Mapping[str, PriorityClass]) -> list[s
         out.append(_drain(st, step.remove_nodes, child(path, "removeNodes"), remove=True))
     if step.delete_pods is not None:
         out.append(_delete_pods(st, step.delete_pods))
-    for i, gen in enumerate(step.add_nodes):
-        at = child(path, "addNodes") + (f"[{i}]" if len(step.add_nodes) > 1 else "")
-        out.append(_add_nodes(st, gen, at))
+    for gen in step.add_nodes:
+        out.append(_add_nodes(st, gen, gen.path or child(path, "addNodes")))
     if step.replay_pending:
         out.append(_replay(st))
     for pods in step.add_pods:
