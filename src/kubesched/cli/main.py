@@ -19,6 +19,7 @@ from kubesched.cli import (
     manifests_cmd,
     plugins_cmd,
     scheduler_cmd,
+    simulate_cmd,
     snapshot_cmd,
     webhook_cmd,
 )
@@ -64,6 +65,7 @@ def build_parser() -> argparse.ArgumentParser:
     snapshot_cmd.register(sub)
     explain_cmd.register(sub)
     kubectl_plugin_cmd.register(sub)
+    simulate_cmd.register(sub)
     plugins_cmd.register(sub)
     webhook_cmd.register(sub)
     certs_cmd.register(sub)
