@@ -84,6 +84,7 @@ class QueuedPod:
     gate: Status = SUCCESS
     where: str = ""
     cycle_moves: int = 0  # the queue's move counter when the pod was popped
+    flushed: bool = False  # left the pool by the 5-minute timeout (scheduler_pod_scheduled_after_flush_total)
     version: int = 0  # bumps on every push into a heap; stale heap entries are skipped
 
 
@@ -168,6 +169,10 @@ class SchedulingQueue:
     def pending(self) -> dict[str, int]:
         """Pods per place (kube-scheduler's scheduler_pending_pods{queue}); in-flight pods are not counted."""
         return {k: v for k, v in self._counts.items() if k}
+
+    def in_flight(self) -> int:
+        """Pods popped and not yet back or done (kube-scheduler's inflight PodPopped events)."""
+        return self._counts[""]
 
     def _set_where(self, entry: QueuedPod, where: str) -> None:
         before = entry.where
@@ -319,6 +324,7 @@ class SchedulingQueue:
             for entry in [
                 e for e in self._pods.values() if e.where == UNSCHEDULABLE and e.unschedulable_since <= limit
             ]:
+                entry.flushed = True
                 self._move(entry)
 
     def next_backoff_expiry(self) -> float | None:
