@@ -75,7 +75,7 @@ def test_live_metrics_show_kube_schedulers_families(
                 assert family in names, family
         profile = run.scheduler
         assert total(v, "scheduler_schedule_attempts_total", result="scheduled", profile=profile) == 4
-        assert total(v, "scheduler_queue_incoming_pods_total", queue="active", event="UnschedulablePodAdd") == 5
+        assert total(v, "scheduler_queue_incoming_pods_total", queue="active", event="UnscheduledPodAdd") == 5
         count = "scheduler_framework_extension_point_duration_seconds_count"
         for point in ("PreFilter", "Reserve", "Permit"):
             assert total(v, count, extension_point=point, status="Success", profile=profile) >= 4, point

@@ -12,7 +12,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from kubesched.api.core import Node
 from kubesched.cluster.cache import ClusterCache
-from kubesched.config.profiles import parse
+from kubesched.config.profiles import SchedulerConfiguration, parse
 from kubesched.core.podinfo import PodInfo
 from kubesched.framework.interfaces import CycleState, Handle, PermitPlugin
 from kubesched.framework.status import Code, Status
@@ -20,8 +20,9 @@ from kubesched.scheduler.engine.queue import UNSCHEDULABLE_TIMEOUT, ManualClock
 from kubesched.scheduler.engine.scheduler import Scheduler
 from kubesched.scheduler.memory import MemoryCluster, run_until_settled
 from kubesched.scheduler.metrics import SchedulerMetrics
-from kubesched.scheduler.profiles.manager import Built, build, build_default, load_registry
+from kubesched.scheduler.profiles.manager import Built, build, build_default, load, load_registry
 from kubesched.testing.builders import make_node, make_pod, make_pod_object
+from kubesched.versions import parse_release
 
 Samples = dict[str, list[tuple[dict[str, str], float]]]
 
@@ -130,7 +131,7 @@ async def test_the_v137_families_move_through_a_run() -> None:
     assert _value(s, "scheduler_queued_entities", queue="unschedulable", type="pod") == 1
     assert _value(s, "scheduler_queued_entities", queue="active", type="pod") == 0
     incoming = "scheduler_queue_incoming_entities_total"
-    assert _value(s, incoming, queue="active", event="UnschedulablePodAdd", type="pod") == 21
+    assert _value(s, incoming, queue="active", event="UnscheduledPodAdd", type="pod") == 21
     assert _value(s, incoming, type="pod") == _value(s, "scheduler_queue_incoming_pods_total")
     assert _value(s, "scheduler_inflight_events", event="PodPopped") == 0  # settled: nothing in flight
     assert _value(s, "scheduler_goroutines", operation="binding") == 0
@@ -243,3 +244,24 @@ def test_outside_an_event_loop_no_task_count_is_made_up() -> None:
     text = SchedulerMetrics().render().decode()
     assert "kubesched_asyncio_tasks" not in text
     assert "process_cpu_seconds_total" in text
+
+
+@pytest.mark.parametrize(("version", "word"), [("1.37.2", "UnscheduledPod"), ("1.35.4", "UnschedulablePod")])
+async def test_a_pending_pods_events_are_spelled_as_the_release_spells_them(version: str, word: str) -> None:
+    """kube-scheduler v1.37 renamed the EventResource of pending pods (UnschedulablePod -> UnscheduledPod)."""
+    release = parse_release(version)
+    cluster = MemoryCluster(
+        [make_node("n", alloc={"cpu": "1", "pods": "10"})],
+        [make_pod_object("p", namespace="ns", uid="", requests={"cpu": "100m"})],
+    )
+    clock = ManualClock()
+
+    def make(mk: Callable[[str], Handle]) -> Built:
+        return load(SchedulerConfiguration(), release=release).build(mk)
+
+    scheduler = Scheduler(ClusterCache(), cluster, make, clock=clock, metrics=SchedulerMetrics())
+    cluster.attach(scheduler)
+    await run_until_settled(scheduler, clock)
+    s = _samples(scheduler.metrics.render().decode())
+    assert _value(s, "scheduler_queue_incoming_pods_total", queue="active", event=f"{word}Add") == 1
+    assert _value(s, "scheduler_event_handling_duration_seconds_count", event=f"{word}Add") == 1

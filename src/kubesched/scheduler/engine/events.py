@@ -62,7 +62,7 @@ class ClusterEvents(SchedulerState):
         if pod.spec.node_name or pod.status.phase in _TERMINAL:
             event = "AssignedPodAdd" if self.cache.pod_node(uid) is None else "AssignedPodUpdate"
         else:
-            event = "UnscheduledPodUpdate" if uid in self.queue else "UnscheduledPodAdd"
+            event = self.queue.unscheduled + ("Update" if uid in self.queue else "Add")
         try:
             self._pod_upserted(pod)
         finally:
@@ -113,7 +113,7 @@ class ClusterEvents(SchedulerState):
             waiting.reject("", "pod deleted")
         if was is not None:
             self.queue.on_event(q.POD_DELETE, pod=self.cache.compile(pod))
-        self._handled("UnscheduledPodDelete" if was is None else "AssignedPodDelete", began)
+        self._handled(self.queue.unscheduled + "Delete" if was is None else "AssignedPodDelete", began)
 
     def volume_changed(self, kind: str, action: str) -> None:
         """A PersistentVolume, claim, StorageClass or CSINode was added, updated or deleted (`VolumeObjects`

@@ -103,6 +103,8 @@ class Scheduler(ClusterEvents, Failures):
             gate_interested=self.hints.gate,
         )
         self.queue.sort_key = self._sort_key(built)
+        for profile in built.profiles.values():  # the release's spelling of a pending pod's events
+            self.queue.unscheduled = profile.handle.release.unscheduled_pod
         self.cycle = Cycle(
             cache,
             extenders=self.extenders,
