@@ -60,7 +60,9 @@ class ClusterEvents(SchedulerState):
     def pod_upserted(self, pod: Pod) -> None:
         began, uid = time.perf_counter(), pod.metadata.uid
         if pod.spec.node_name or pod.status.phase in _TERMINAL:
-            event = "AssignedPodAdd" if self.cache.pod_node(uid) is None else "AssignedPodUpdate"
+            # Our own binding's echo is an add to the assigned pods, as upstream's informer handlers see it.
+            known = self.cache.pod_node(uid) is not None and not self.cache.is_assumed(uid)
+            event = "AssignedPodUpdate" if known else "AssignedPodAdd"
         else:
             event = self.queue.unscheduled + ("Update" if uid in self.queue else "Add")
         try:
