@@ -22,7 +22,9 @@ from kubesched.scheduler.profiles.manager import build
 
 ROOT = Path(__file__).resolve().parents[2]
 RUN = ["docs/plugins.md", "docs/policies.md", "docs/extender.md", "docs/zh-CN/README.md"]
-COMMANDS = [*RUN, "README.md"]
+# The production pages of the Chinese docs (Helm, authentication, metrics, reliability, certificates).
+ZH_CN = [f"docs/zh-CN/{page}.md" for page in ("helm", "security", "metrics", "reliability", "certificates")]
+COMMANDS = [*RUN, "README.md", *ZH_CN]
 FENCE = re.compile(r"^```(\w*)\n(.*?)^```", re.M | re.S)
 INLINE = re.compile(r"`(kubesched [^`]+)`")
 QUOTED = re.compile(r"# (examples/[\w./-]+)")
