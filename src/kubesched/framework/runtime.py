@@ -109,6 +109,11 @@ class Framework:
             ("Score", [p for p, _ in self.score]),
         ):
             self.evaluations.update(((p.name, point), 0) for p in every_plugin)
+        # The keys, made once (a tuple built per call would cost more than the count).
+        self._pre_filter_keys = [(p.name, "PreFilter") for p in self.pre_filter]
+        self._filter_keys = {id(p): (p.name, "Filter") for p in self.filter}
+        self._pre_score_keys = [(p.name, "PreScore") for p in self.pre_score]
+        self._score_keys = [(p.name, "Score") for p, _ in self.score]
         # Opportunistic batching needs every plugin that filters or scores to sign pods (as upstream).
         deciders = list(dict.fromkeys([*self.pre_filter, *self.filter, *self.pre_score, *(p for p, _ in self.score)]))
         self.signers: list[SignPlugin] | None = (
@@ -199,8 +204,8 @@ class Framework:
         timer = state.timer
         try:
             evaluations = self.evaluations
-            for plugin in self.pre_filter:
-                evaluations[plugin.name, "PreFilter"] += 1
+            for plugin, key in zip(self.pre_filter, self._pre_filter_keys, strict=True):
+                evaluations[key] += 1
                 if timer is None:
                     result = plugin.pre_filter(state, pod, table)
                 else:
@@ -249,20 +254,21 @@ class Framework:
         rows = nodes.rows
         batch = nodes
         stage: FilterPlugin | tuple[StaticFilterPlugin, ...] | None = None
-        evaluations = self.evaluations
+        evaluations, keys = self.evaluations, self._filter_keys
         try:
             for stage in self._stages:
                 if not len(rows):
                     break
                 if isinstance(stage, tuple):
+                    n = len(rows)
                     for static in self._filters.active(stage, state):  # every node entering the stage
-                        evaluations[static.name, "Filter"] += len(rows)
+                        evaluations[keys[id(static)]] += n
                     rows = self._filters.run(stage, state, pod, nodes.table, rows, diagnosis)
                     continue
                 plugin = stage
                 if plugin.name in state.skip_filter:
                     continue
-                evaluations[plugin.name, "Filter"] += len(rows)
+                evaluations[keys[id(plugin)]] += len(rows)
                 if batch.rows is not rows:
                     batch = NodeBatch(nodes.table, rows)
                 if state.timer is None:
@@ -296,13 +302,13 @@ class Framework:
                 if isinstance(stage, tuple):
                     active = self._filters.active(stage, state)
                     for static in active:
-                        self.evaluations[static.name, "Filter"] += 1
+                        self.evaluations[self._filter_keys[id(static)]] += 1
                     if active and self._filters.codes(active, state, pod, table)[0][row]:
                         return False
                     continue
                 if stage.name in state.skip_filter:
                     continue
-                self.evaluations[stage.name, "Filter"] += 1
+                self.evaluations[self._filter_keys[id(stage)]] += 1
                 if one is None:
                     one = np.array([row], dtype=np.intp)
                 if state.timer is None:
@@ -338,8 +344,8 @@ class Framework:
     def run_pre_score(self, state: CycleState, pod: PodInfo, nodes: NodeBatch) -> None:
         plugin: PreScorePlugin | None = None
         try:
-            for plugin in self.pre_score:
-                self.evaluations[plugin.name, "PreScore"] += 1
+            for plugin, key in zip(self.pre_score, self._pre_score_keys, strict=True):
+                self.evaluations[key] += 1
                 if state.timer is None:
                     status = plugin.pre_score(state, pod, nodes)
                 else:
@@ -360,11 +366,11 @@ class Framework:
         plugin: ScorePlugin | None = None
         try:
             timer, evaluations, n = state.timer, self.evaluations, len(nodes)
-            for plugin, _ in self.score:
+            for (plugin, _), key in zip(self.score, self._score_keys, strict=True):
                 if skip and plugin.name in skip:
                     out.append(None)
                     continue
-                evaluations[plugin.name, "Score"] += n
+                evaluations[key] += n
                 if timer is None:
                     out.append(plugin.score(state, pod, nodes))
                 else:

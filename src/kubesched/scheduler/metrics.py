@@ -135,11 +135,12 @@ class SchedulerMetrics:
             ["plugin", "extension_point", "status"],
             _PLUGIN_BUCKETS,
         )
-        self.algorithm = Histogram(
+        # Once per attempt: a hand-made histogram (prometheus_client's takes a lock per observation).
+        self.algorithm = FastHistograms(
             "scheduler_scheduling_algorithm_duration_seconds",
             "Scheduling algorithm latency in seconds",
-            buckets=_ATTEMPT_BUCKETS,
-            registry=self.registry,
+            [],
+            _ATTEMPT_BUCKETS,
         )
         self.permit_wait = Histogram(
             "scheduler_permit_wait_duration_seconds",
@@ -251,7 +252,12 @@ class SchedulerMetrics:
     def render(self) -> bytes:
         for queue, n in self._pending_source().items():
             self.pending.labels(queue).set(n)
-        fast: tuple[FastHistograms, ...] = (self.pod_attempts, self.extension_points, self.plugin_durations)
+        fast: tuple[FastHistograms, ...] = (
+            self.pod_attempts,
+            self.algorithm,
+            self.extension_points,
+            self.plugin_durations,
+        )
         fast += (self.event_handling, self.queueing_hints, self.node_hint, self.store_results, self.rescore)
         return render(self.registry, fast)
 

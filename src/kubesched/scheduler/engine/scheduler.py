@@ -114,7 +114,7 @@ class Scheduler(ClusterEvents, Failures):
             batching=batching,
             record=self.metrics.extension_points.observe,
             record_plugin=self.metrics.plugin,
-            algorithm=self.metrics.algorithm.observe,
+            algorithm=lambda seconds: self.metrics.algorithm.observe((), seconds),
             batch_timing=self.metrics.batch_timing,
         )
         self.binder = Binder(
