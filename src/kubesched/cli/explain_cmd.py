@@ -11,11 +11,12 @@ from pathlib import Path
 
 import msgspec
 
-from kubesched.cli import kube_version
+from kubesched.cli import connection, kube_version
+from kubesched.cli.connection import KUBECONFIG_HELP
 from kubesched.cli.plugins_cmd import add_plugins_from_flag, image_only
 from kubesched.cli.scheduler_cmd import builder, config_problem, read_config
 from kubesched.cluster.files import ClusterFile, ClusterFileError, read_cluster
-from kubesched.cluster.kubeclient import KubeClient, KubeConfigError, connect
+from kubesched.cluster.kubeclient import KubeClient
 from kubesched.cluster.resources import ResourceObjects
 from kubesched.cluster.snapshot import SnapshotError, take, write_atomically
 from kubesched.cluster.storage import volume_objects
@@ -55,12 +56,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     cmd.add_argument("pod", metavar="NAMESPACE/POD", help="the pod (a name alone means namespace default)")
-    where = cmd.add_mutually_exclusive_group(required=True)
+    where = cmd.add_mutually_exclusive_group()
     where.add_argument(
         "--cluster", type=Path, metavar="FILE", help="a cluster file (kubesched snapshot, kubectl get -o yaml)"
     )
-    where.add_argument("--kubeconfig", metavar="FILE", help="explain against the live cluster of this kubeconfig")
-    cmd.add_argument("--context", help="kubeconfig context (default: its current-context)")
+    where.add_argument("--kubeconfig", metavar="FILE", help=f"without --cluster, the live cluster: {KUBECONFIG_HELP}")
+    connection.add_flags(cmd, kubeconfig=False)
     cmd.add_argument("--config", type=Path, help="KubeSchedulerConfiguration (default: kube-scheduler's defaults)")
     kube_version.add_flag(cmd)
     add_plugins_from_flag(cmd, "the config's pluginModules")
@@ -114,10 +115,7 @@ def _objects(args: argparse.Namespace) -> ClusterFile:
             return read_cluster(args.cluster)
         except ClusterFileError as err:
             raise CLIError(str(err)) from None
-    try:
-        conn = connect(args.kubeconfig, args.context)
-    except (KubeConfigError, OSError) as err:
-        raise CLIError(str(err)) from None
+    conn = connection.connection(args, otherwise="or --cluster FILE")
 
     async def snapshot() -> dict[str, object]:
         client = KubeClient(conn, 60.0, connections=2, user_agent="kubesched/explain")

@@ -10,17 +10,18 @@ import logging
 from collections.abc import Callable
 from pathlib import Path
 
-from kubesched.cli import kube_version, logs, tables
+from kubesched.cli import connection, kube_version, logs, tables
 from kubesched.cli.plugins_cmd import add_plugins_from_flag, image_only
 from kubesched.cli.scheduler_live import LiveOptions, serve
 from kubesched.cluster.cache import ClusterCache
 from kubesched.cluster.files import ClusterFileError, read_cluster
-from kubesched.cluster.kubeclient import KubeConfigError, connect
 from kubesched.cluster.resources import ResourceObjects
 from kubesched.cluster.storage import volume_objects
 from kubesched.config.check import validate_configuration, validate_file
 from kubesched.config.duration import Duration
 from kubesched.config.profiles import (
+    DEFAULT_LEASE_NAME,
+    DEFAULT_LEASE_NAMESPACE,
     LIVE_DEFAULT_PROFILE,
     LeaderElectionConfig,
     SchedulerConfiguration,
@@ -61,9 +62,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     run.add_argument("--config", type=Path, help="KubeSchedulerConfiguration (v1) file; reloaded when it changes")
     run.add_argument("--cluster", type=Path, help="nodes and pods (YAML/JSON): schedule them in memory and print")
     run.add_argument("-o", "--output", choices=("text", "json"), default="text", help="with --cluster: output format")
-    run.add_argument("--kubeconfig", help="kubeconfig of the cluster (default: $KUBECONFIG, else in-cluster)")
-    run.add_argument("--in-cluster", action="store_true", help="use the pod's service account")
-    run.add_argument("--context", help="kubeconfig context to use (default: its current-context)")
+    connection.add_flags(run, what="the cluster (over the --config file's clientConnection.kubeconfig)")
     run.add_argument(
         "--fail-on-pending",
         action="store_true",
@@ -91,9 +90,13 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         ("--leader-elect-retry-period", "the wait between tries to take or renew the Lease (default 2s)"),
     ):
         le.add_argument(flag, type=_duration, metavar="DURATION", help=what)
-    le.add_argument("--leader-elect-resource-name", metavar="NAME", help="the Lease's name (default kubesched)")
     le.add_argument(
-        "--leader-elect-resource-namespace", metavar="NS", help="the Lease's namespace (default kube-system)"
+        "--leader-elect-resource-name", metavar="NAME", help=f"the Lease's name (default {DEFAULT_LEASE_NAME})"
+    )
+    le.add_argument(
+        "--leader-elect-resource-namespace",
+        metavar="NS",
+        help=f"the Lease's namespace (default {DEFAULT_LEASE_NAMESPACE})",
     )
     run.add_argument("--reload-interval", type=float, default=2.0, help="seconds between checks of --config")
     add_plugins_from_flag(run, "the config's pluginModules (at start and on every reload)")
@@ -294,12 +297,8 @@ def _listen(args: argparse.Namespace) -> tuple[str, int]:
 
 def run_live(args: argparse.Namespace, config: SchedulerConfiguration) -> int:
     host, port = _listen(args)
-    # As kube-scheduler: clientConnection.kubeconfig of the file, else $KUBECONFIG, else in-cluster.
-    kubeconfig = None if args.in_cluster else args.kubeconfig or config.kubeconfig or None
-    try:
-        conn = connect(kubeconfig, args.context)
-    except (KubeConfigError, OSError) as err:
-        raise CLIError(str(err)) from None
+    # As kube-scheduler: --kubeconfig, else the file's clientConnection.kubeconfig; then the loading rule.
+    conn = connection.connection(args, args.kubeconfig or ("" if args.in_cluster else config.kubeconfig or ""))
     # --kubernetes-version, else the server's /version (the nearest supported release).
     release = kube_version.for_connection(args, conn)
     options = LiveOptions(
