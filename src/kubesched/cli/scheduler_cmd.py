@@ -7,6 +7,7 @@ import asyncio
 import dataclasses
 import json
 import logging
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -40,6 +41,8 @@ from kubesched.versions import REFERENCE, Release
 
 log = logging.getLogger("kubesched.scheduler")
 
+
+EXIT_PLUGIN_ERROR = 3  # `--cluster`: a plugin raised (1: --fail-on-pending's pending pods; 2: usage and input)
 
 # Feature gates kubesched honours, with kube-scheduler's defaults (the same in every supported release).
 FEATURE_GATES = {name: default for name, default, _ in REFERENCE.feature_gates}
@@ -323,6 +326,17 @@ def run_live(args: argparse.Namespace, config: SchedulerConfiguration) -> int:
 
 def run_in_memory(args: argparse.Namespace, config: SchedulerConfiguration) -> int:
     logging.basicConfig(level=logging.WARNING, format="kubesched: %(levelname)s: %(message)s")
+    bugs = logs.OneTracebackPerBug()  # nothing changes between pods here: a plugin's bug is reported once
+    for handler in logging.getLogger().handlers:
+        handler.addFilter(bugs)
+    try:
+        return _run_in_memory(args, config, bugs)
+    finally:
+        for handler in logging.getLogger().handlers:
+            handler.removeFilter(bugs)
+
+
+def _run_in_memory(args: argparse.Namespace, config: SchedulerConfiguration, bugs: logs.OneTracebackPerBug) -> int:
     try:
         found = read_cluster(args.cluster)
     except ClusterFileError as err:
@@ -354,6 +368,8 @@ def run_in_memory(args: argparse.Namespace, config: SchedulerConfiguration) -> i
             resources=resources,
         )
         cluster.attach(scheduler)
+        # Nothing changes in memory between two retries of a pod a plugin's error failed: it waits for an event.
+        scheduler.queue.retry_errors = False
         await run_until_settled(scheduler, clock)
         preempted = [(e.regarding, e.note) for e in cluster.events if e.reason == "Preempted"]
         return cluster.placements(), preempted, allocated_claims(resources)
@@ -371,6 +387,11 @@ def run_in_memory(args: argparse.Namespace, config: SchedulerConfiguration) -> i
         print_placements(placements, preempted)
         for claim, devices, reserved in claims:
             print(f"claim {claim}: {', '.join(devices)} (reserved for {', '.join(reserved) or 'nobody'})")
+    if bugs.bugs:
+        # A plugin raised (or the scheduler failed): retrying would not change it. Each pod's line says it.
+        for line in bugs.summary():
+            print(f"kubesched: error: {line}", file=sys.stderr)
+        return EXIT_PLUGIN_ERROR
     pending = sum(1 for p in placements if not p.node)
     return 1 if pending and args.fail_on_pending else 0
 
