@@ -46,7 +46,11 @@ class Failures(SchedulerState):
             self.nominator.remove(pod.uid)
         self.queue.requeue(entry, plugins=out.plugins, error=out.error)
         reason = SCHEDULER_ERROR if out.error else UNSCHEDULABLE
-        log.debug("pod %s unschedulable: %s", pod.key, out.message, extra={"pod": pod.key, "profile": profile.name})
+        # kube-scheduler's handleSchedulingFailure words: a rejection at V(2), an error (when it is retried) as an error.
+        if not out.error:
+            log.log(V2, "Unable to schedule pod; no fit; waiting", extra={"pod": pod.key, "err": out.message})
+        elif self.queue.retry_errors:
+            log.error("Error scheduling pod; retrying", extra={"pod": pod.key, "err": out.message})
         self.placements[pod.key] = Placement(pod.key, None, out.message)
         self.cluster.failed(pod, profile.name, reason, out.message, nominated)
 
