@@ -46,7 +46,7 @@ class Failures(SchedulerState):
             self.nominator.remove(pod.uid)
         self.queue.requeue(entry, plugins=out.plugins, error=out.error)
         reason = SCHEDULER_ERROR if out.error else UNSCHEDULABLE
-        # kube-scheduler's handleSchedulingFailure words: a rejection at V(2), an error (when it is retried) as an error.
+        # kube-scheduler's handleSchedulingFailure: a rejection at V(2), an error (when retried) as an error.
         if not out.error:
             log.log(V2, "Unable to schedule pod; no fit; waiting", extra={"pod": pod.key, "err": out.message})
         elif self.queue.retry_errors:
