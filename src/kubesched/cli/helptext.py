@@ -76,6 +76,13 @@ HELP: dict[str, tuple[str, tuple[tuple[str, str], ...]]] = {
         "",
         (("run kube-scheduler with another config", "kubesched dev-cluster restart-scheduler --config sched-v2.yaml"),),
     ),
+    "kubesched dev-cluster down": (
+        "",
+        (
+            ("stop the dev-cluster started in another terminal (or in the background)", "kubesched dev-cluster down"),
+            ("stop one of several", "kubesched dev-cluster down --dir /tmp/kubesched-cp-b3wvpsbo"),
+        ),
+    ),
     "kubesched dev-cluster build": (
         "Build (once, then cached) the etcd, kube-apiserver and kube-scheduler binaries from the Go module proxy.",
         (("build or check the cache", "kubesched dev-cluster build"),),
