@@ -111,6 +111,8 @@ def run_explain(args: argparse.Namespace) -> int:
 
 def _objects(args: argparse.Namespace) -> ClusterFile:
     if args.cluster is not None:
+        if args.in_cluster or args.context:
+            raise CLIError("--cluster reads a file; it excludes --in-cluster and --context")
         try:
             return read_cluster(args.cluster)
         except ClusterFileError as err:

@@ -33,6 +33,7 @@ from kubesched.framework.interfaces import Handle
 from kubesched.scheduler.engine.queue import ManualClock
 from kubesched.scheduler.engine.scheduler import Scheduler
 from kubesched.scheduler.engine.state import Placement
+from kubesched.scheduler.engine.writer import SCHEDULER_ERROR
 from kubesched.scheduler.memory import MemoryCluster, run_until_settled
 from kubesched.scheduler.profiles.manager import Built, PluginSource, load_registry
 from kubesched.scheduler.profiles.manager import build as build_profiles
@@ -344,6 +345,8 @@ def _run_in_memory(args: argparse.Namespace, config: SchedulerConfiguration, bug
     for warning in found.warnings:
         logging.getLogger("kubesched.cluster").warning("%s", warning)
 
+    errored: list[str] = []  # pending pods whose last attempt ended with an Error status (SchedulerError)
+
     async def main() -> tuple[list[Placement], list[tuple[str, str]], list[tuple[str, list[str], list[str]]]]:
         clock = ManualClock()
         resources = ResourceObjects(found.device_classes, found.resource_slices, found.resource_claims)
@@ -372,7 +375,11 @@ def _run_in_memory(args: argparse.Namespace, config: SchedulerConfiguration, bug
         scheduler.queue.retry_errors = False
         await run_until_settled(scheduler, clock)
         preempted = [(e.regarding, e.note) for e in cluster.events if e.reason == "Preempted"]
-        return cluster.placements(), preempted, allocated_claims(resources)
+        placements = cluster.placements()
+        errored.extend(
+            p.pod for p in placements if not p.node and cluster.conditions.get(p.pod, ("",))[0] == SCHEDULER_ERROR
+        )
+        return placements, preempted, allocated_claims(resources)
 
     placements, preempted, claims = asyncio.run(main())
     if args.output == "json":
@@ -387,10 +394,16 @@ def _run_in_memory(args: argparse.Namespace, config: SchedulerConfiguration, bug
         print_placements(placements, preempted)
         for claim, devices, reserved in claims:
             print(f"claim {claim}: {', '.join(devices)} (reserved for {', '.join(reserved) or 'nobody'})")
-    if bugs.bugs:
-        # A plugin raised (or the scheduler failed): retrying would not change it. Each pod's line says it.
+    if bugs.bugs or errored:
+        # A plugin raised or returned an Error status (or the scheduler failed): retrying would not change it. Each
+        # pod's line says it.
         for line in bugs.summary():
             print(f"kubesched: error: {line}", file=sys.stderr)
+        if errored and not bugs.bugs:
+            print(
+                f"kubesched: error: {len(errored)} pod(s) failed with an error status: {', '.join(errored)}",
+                file=sys.stderr,
+            )
         return EXIT_PLUGIN_ERROR
     pending = sum(1 for p in placements if not p.node)
     return 1 if pending and args.fail_on_pending else 0
