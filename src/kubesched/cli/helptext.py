@@ -20,9 +20,11 @@ HELP: dict[str, tuple[str, tuple[tuple[str, str], ...]]] = {
     ),
     "kubesched extender serve": (
         "Serve a policy as a kube-scheduler extender: POST /filter, /prioritize, /bind, /preempt, plus "
-        "/healthz, /readyz and /metrics. Nodes come from a file (--nodes) or a cluster's list + watch.",
+        "/healthz, /readyz and /metrics. Nodes come from a file (--nodes) or a cluster's list + watch; the cluster is "
+        "found as kubectl finds it: --kubeconfig, else $KUBECONFIG, else in-cluster in a pod, else ~/.kube/config.",
         (
             ("on a node file, for a try", "kubesched extender serve --policy custom-label --nodes examples/nodes.yaml"),
+            ("against the cluster kubectl talks to", "kubesched extender serve --policy custom-label"),
             (
                 "against a cluster, over HTTPS",
                 "kubesched extender serve --policy custom-label --kubeconfig ~/.kube/config "
