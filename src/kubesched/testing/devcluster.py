@@ -1,7 +1,7 @@
 """A running `kubesched dev-cluster up`, seen from other processes: its state file and its control requests.
 
 ``up`` writes ``<data dir>/dev-cluster.json`` (what ``-o json`` prints) and a pointer in the runtime directory,
-so ``status`` and ``restart-scheduler`` find it without flags when only one runs. Requests are JSON files in
+so ``status``, ``down`` and ``restart-scheduler`` find it without flags when only one runs. Requests are JSON files in
 ``<data dir>/control/``; the ``up`` process handles them one at a time and answers beside them. Files rather than
 a socket: nothing listens, and a dead ``up`` leaves nothing that could answer for it.
 """
