@@ -17,12 +17,11 @@ from kubesched.cli.plugins_cmd import add_plugins_from_flag, image_only
 from kubesched.cli.scheduler_cmd import builder, config_problem, read_config
 from kubesched.cluster.files import ClusterFile, ClusterFileError, read_cluster
 from kubesched.cluster.kubeclient import KubeClient
-from kubesched.cluster.resources import ResourceObjects
 from kubesched.cluster.snapshot import SnapshotError, take, write_atomically
-from kubesched.cluster.storage import volume_objects
 from kubesched.errors import CLIError, ConfigurationError
 from kubesched.framework.guard import FrameworkError
-from kubesched.scheduler.explain.evaluate import ExplainError, Objects, explain
+from kubesched.scheduler.explain.evaluate import ExplainError, explain
+from kubesched.scheduler.explain.offline import objects_of
 from kubesched.scheduler.explain.render import text
 
 DESCRIPTION = """\
@@ -84,15 +83,7 @@ def run_explain(args: argparse.Namespace) -> int:
     found = _objects(args)
     for warning in found.warnings:
         logging.getLogger("kubesched.cluster").warning("%s", warning)
-    objects = Objects(
-        found.nodes,
-        found.pods,
-        found.namespaces,
-        found.pdbs,
-        default_selector=found.workloads.default_selector,
-        volumes=volume_objects(found.storage),
-        resources=ResourceObjects(found.device_classes, found.resource_slices, found.resource_claims),
-    )
+    objects = objects_of(found)
     build = builder(config, [], release, image_only(args))
     try:
         ex = asyncio.run(explain(build, objects, args.pod, f"v{release.version}"))
