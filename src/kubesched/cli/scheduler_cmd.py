@@ -5,19 +5,14 @@ from __future__ import annotations
 import argparse
 import asyncio
 import dataclasses
-import json
 import logging
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from kubesched.cli import connection, kube_version, logs, tables
+from kubesched.cli import connection, kube_version, logs
 from kubesched.cli.plugins_cmd import add_plugins_from_flag, image_only
+from kubesched.cli.scheduler_dry_run import run_in_memory
 from kubesched.cli.scheduler_live import LiveOptions, serve
-from kubesched.cluster.cache import ClusterCache
-from kubesched.cluster.files import ClusterFileError, read_cluster
-from kubesched.cluster.resources import ResourceObjects
-from kubesched.cluster.storage import volume_objects
 from kubesched.config.check import validate_configuration, validate_file
 from kubesched.config.duration import Duration
 from kubesched.config.profiles import (
@@ -30,20 +25,13 @@ from kubesched.config.profiles import (
 )
 from kubesched.errors import CLIError, ConfigurationError, FieldError
 from kubesched.framework.interfaces import Handle
-from kubesched.scheduler.engine.queue import ManualClock
-from kubesched.scheduler.engine.scheduler import Scheduler
-from kubesched.scheduler.engine.state import Placement
-from kubesched.scheduler.engine.writer import SCHEDULER_ERROR
-from kubesched.scheduler.memory import MemoryCluster, run_until_settled
+from kubesched.scheduler.decisions import DEFAULT_RECORDS
 from kubesched.scheduler.profiles.manager import Built, PluginSource, load_registry
 from kubesched.scheduler.profiles.manager import build as build_profiles
-from kubesched.scheduler.remote.extenders import ExtenderSet
 from kubesched.versions import REFERENCE, Release
 
 log = logging.getLogger("kubesched.scheduler")
 
-
-EXIT_PLUGIN_ERROR = 3  # `--cluster`: a plugin raised (1: --fail-on-pending's pending pods; 2: usage and input)
 
 # Feature gates kubesched honours, with kube-scheduler's defaults (the same in every supported release).
 FEATURE_GATES = {name: default for name, default, _ in REFERENCE.feature_gates}
@@ -103,6 +91,14 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help=f"the Lease's namespace (default {DEFAULT_LEASE_NAMESPACE})",
     )
     run.add_argument("--reload-interval", type=float, default=2.0, help="seconds between checks of --config")
+    run.add_argument(
+        "--decision-records",
+        type=int,
+        default=DEFAULT_RECORDS,
+        metavar="N",
+        help=f"keep the last decision of N pods, served on --listen at /debug/decisions/NAMESPACE/NAME for "
+        f"`kubesched explain --scheduler` (default {DEFAULT_RECORDS}; about 0.5 kB each; 0: keep none)",
+    )
     add_plugins_from_flag(run, "the config's pluginModules (at start and on every reload)")
     run.add_argument(
         "--feature-gates",
@@ -261,6 +257,8 @@ def feature_gates(text: str) -> dict[str, bool]:
 def run_scheduler(args: argparse.Namespace) -> int:
     if args.reload_interval <= 0:
         raise CLIError("--reload-interval: must be positive")
+    if args.decision_records < 0:
+        raise CLIError(f"--decision-records: {args.decision_records} must be 0 or more")
     args.gates = feature_gates(args.feature_gates)
     kube_version.selected(args)  # an unsupported --kubernetes-version stops here, before anything
     if args.config is not None and not args.config.is_file():
@@ -276,7 +274,7 @@ def run_scheduler(args: argparse.Namespace) -> int:
         raise config_problem(err, args.config) from None
     try:
         if args.cluster is not None:
-            return run_in_memory(args, config)
+            return run_in_memory(args, builder(config, [], kube_version.release(args), image_only(args)))
         logs.setup(args.log_level, args.log_format, args.v)
         return run_live(args, config)
     except ConfigurationError as err:
@@ -316,6 +314,7 @@ def run_live(args: argparse.Namespace, config: SchedulerConfiguration) -> int:
         args.reload_interval,
         batching=args.gates["OpportunisticBatching"],
         release=release,
+        decision_records=args.decision_records,
     )
     try:
         import uvloop
@@ -323,117 +322,3 @@ def run_live(args: argparse.Namespace, config: SchedulerConfiguration) -> int:
         return uvloop.run(serve(options))
     except ImportError:
         return asyncio.run(serve(options))
-
-
-def run_in_memory(args: argparse.Namespace, config: SchedulerConfiguration) -> int:
-    logging.basicConfig(level=logging.WARNING, format="kubesched: %(levelname)s: %(message)s")
-    bugs = logs.OneTracebackPerBug()  # nothing changes between pods here: a plugin's bug is reported once
-    for handler in logging.getLogger().handlers:
-        handler.addFilter(bugs)
-    try:
-        return _run_in_memory(args, config, bugs)
-    finally:
-        for handler in logging.getLogger().handlers:
-            handler.removeFilter(bugs)
-
-
-def _run_in_memory(args: argparse.Namespace, config: SchedulerConfiguration, bugs: logs.OneTracebackPerBug) -> int:
-    try:
-        found = read_cluster(args.cluster)
-    except ClusterFileError as err:
-        raise CLIError(str(err)) from None
-    for warning in found.warnings:
-        logging.getLogger("kubesched.cluster").warning("%s", warning)
-
-    errored: list[str] = []  # pending pods whose last attempt ended with an Error status (SchedulerError)
-
-    async def main() -> tuple[list[Placement], list[tuple[str, str]], list[tuple[str, list[str], list[str]]]]:
-        clock = ManualClock()
-        resources = ResourceObjects(found.device_classes, found.resource_slices, found.resource_claims)
-        cluster = MemoryCluster(
-            found.nodes,
-            found.pods,
-            found.pdbs,
-            found.namespaces,
-            volumes=volume_objects(found.storage),
-            resources=resources,
-        )
-        scheduler = Scheduler(
-            ClusterCache(),
-            cluster,
-            builder(config, [], kube_version.release(args), image_only(args)),
-            clock=clock,
-            batching=args.gates["OpportunisticBatching"],
-            extenders=ExtenderSet,
-            # The file's Services, ReplicaSets… give PodTopologySpread's default constraints their selector.
-            default_selector=found.workloads.default_selector,
-            volumes=cluster.volumes,
-            resources=resources,
-        )
-        cluster.attach(scheduler)
-        # Nothing changes in memory between two retries of a pod a plugin's error failed: it waits for an event.
-        scheduler.queue.retry_errors = False
-        await run_until_settled(scheduler, clock)
-        preempted = [(e.regarding, e.note) for e in cluster.events if e.reason == "Preempted"]
-        placements = cluster.placements()
-        errored.extend(
-            p.pod for p in placements if not p.node and cluster.conditions.get(p.pod, ("",))[0] == SCHEDULER_ERROR
-        )
-        return placements, preempted, allocated_claims(resources)
-
-    placements, preempted, claims = asyncio.run(main())
-    if args.output == "json":
-        out = {
-            "placements": [{"pod": p.pod, "node": p.node, "reason": p.reason} for p in placements],
-            "preemptions": [{"pod": pod, "note": note} for pod, note in preempted],
-        }
-        if claims:
-            out["claims"] = [{"claim": c, "devices": d, "reservedFor": r} for c, d, r in claims]
-        print(json.dumps(out, indent=2))
-    else:
-        print_placements(placements, preempted)
-        for claim, devices, reserved in claims:
-            print(f"claim {claim}: {', '.join(devices)} (reserved for {', '.join(reserved) or 'nobody'})")
-    if bugs.bugs or errored:
-        # A plugin raised or returned an Error status (or the scheduler failed): retrying would not change it. Each
-        # pod's line says it.
-        for line in bugs.summary():
-            print(f"kubesched: error: {line}", file=sys.stderr)
-        if errored and not bugs.bugs:
-            print(
-                f"kubesched: error: {len(errored)} pod(s) failed with an error status: {', '.join(errored)}",
-                file=sys.stderr,
-            )
-        return EXIT_PLUGIN_ERROR
-    pending = sum(1 for p in placements if not p.node)
-    return 1 if pending and args.fail_on_pending else 0
-
-
-def allocated_claims(resources: ResourceObjects) -> list[tuple[str, list[str], list[str]]]:
-    """Each allocated ResourceClaim: its key, its devices (driver/pool/device) and the pods it is reserved for."""
-    out = []
-    for key, claim in sorted(resources.claims().items()):
-        allocation = claim.status.allocation
-        if allocation is None:
-            continue
-        devices = [f"{r.driver}/{r.pool}/{r.device}" for r in allocation.devices.results or []]
-        out.append((key, devices, [r.name for r in claim.status.reserved_for or []]))
-    return out
-
-
-def print_placements(placements: list[Placement], preempted: list[tuple[str, str]]) -> None:
-    """Where each pod went or why not, the preemptions, a summary: a table at a terminal, else plain lines."""
-    placed = sum(1 for p in placements if p.node)
-    rows = [(p.pod, p.node or "", "" if p.node else (p.reason or "")) for p in placements]
-    rows += [(pod, "", f"preempted: {note}") for pod, note in preempted]
-    if tables.table(("POD", "NODE", "NOT SCHEDULED / PREEMPTED"), rows):
-        print(f"{placed}/{len(placements)} pending pod(s) scheduled")
-        return
-    width = max((len(p.pod) for p in placements), default=0)
-    lines = [
-        f"{p.pod:<{width}}  -> {p.node}" if p.node else f"{p.pod:<{width}}  not scheduled: {p.reason}"
-        for p in placements
-    ]
-    lines += [f"{pod} preempted: {note}" for pod, note in preempted]
-    lines.append(f"{placed}/{len(placements)} pending pod(s) scheduled")
-    print("\n".join(lines))
