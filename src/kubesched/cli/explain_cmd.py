@@ -22,7 +22,7 @@ from kubesched.errors import CLIError, ConfigurationError
 from kubesched.framework.guard import FrameworkError
 from kubesched.scheduler.explain.evaluate import ExplainError, explain
 from kubesched.scheduler.explain.model import Explanation
-from kubesched.scheduler.explain.offline import objects_of
+from kubesched.scheduler.explain.offline import ReadOnlyExtenders, objects_of
 from kubesched.scheduler.explain.render import text
 from kubesched.versions import Release
 
@@ -117,7 +117,7 @@ def run_explain(args: argparse.Namespace) -> int:
     objects = objects_of(found)
     build = builder(config, [], release, image_only(args))
     try:
-        ex = asyncio.run(explain(build, objects, key, f"v{release.version}"))
+        ex = asyncio.run(explain(build, objects, key, f"v{release.version}", extenders=ReadOnlyExtenders))
         ex.recorded = recorded
         if why_not:
             ex.notes.insert(0, f"{why_not}; evaluated afresh")
