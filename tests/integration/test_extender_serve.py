@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import ssl
 import subprocess
 import sys
@@ -125,19 +126,23 @@ def test_https_with_client_certificates(tmp_path: Path) -> None:
         (["--listen", "nowhere"], "--listen: expected HOST:PORT"),
         (["--nodes", "/does/not/exist.yaml"], "cannot read"),
         (["--tls-cert", "x.pem"], "--tls-cert and --tls-key go together"),
-        ([], "give a cluster source"),
+        ([], "no cluster to talk to: give --kubeconfig FILE, set KUBECONFIG=FILE"),
         (["--kubeconfig", "/does/not/exist"], "cannot read"),
         (["--nodes", "x.yaml", "--reservation-ttl", "0"], "--reservation-ttl: must be a positive number"),
         (["--nodes", "x.yaml", "--reservation-ttl", "nan"], "--reservation-ttl: must be a positive number"),
         (["--nodes", "x.yaml", "--reservation-ttl", "soon"], "--reservation-ttl: invalid float value"),
     ],
 )
-def test_bad_command_lines(args: list[str], says: str) -> None:
+def test_bad_command_lines(args: list[str], says: str, tmp_path: Path) -> None:
+    # No cluster around: no $KUBECONFIG, no ~/.kube/config, not in a pod.
+    away = ("KUBECONFIG", "KUBERNETES_SERVICE_HOST", "KUBERNETES_SERVICE_PORT")
+    env = {**{k: v for k, v in os.environ.items() if k not in away}, "HOME": str(tmp_path)}
     out = subprocess.run(
         [sys.executable, "-m", "kubesched", "extender", "serve", "--policy", "custom-label", *args],
         capture_output=True,
         text=True,
         timeout=30,
+        env=env,
     )
     assert out.returncode == 2
     assert says in out.stderr

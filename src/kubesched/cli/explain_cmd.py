@@ -11,11 +11,12 @@ from pathlib import Path
 
 import msgspec
 
-from kubesched.cli import explain_recorded, kube_version
+from kubesched.cli import connection, explain_recorded, kube_version
+from kubesched.cli.connection import KUBECONFIG_HELP
 from kubesched.cli.plugins_cmd import add_plugins_from_flag, image_only
 from kubesched.cli.scheduler_cmd import builder, config_problem, read_config
 from kubesched.cluster.files import ClusterFile, ClusterFileError, read_cluster
-from kubesched.cluster.kubeclient import KubeClient, KubeConfigError, connect
+from kubesched.cluster.kubeclient import KubeClient
 from kubesched.cluster.snapshot import SnapshotError, take, write_atomically
 from kubesched.errors import CLIError, ConfigurationError
 from kubesched.framework.guard import FrameworkError
@@ -66,16 +67,14 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     where.add_argument(
         "--cluster", type=Path, metavar="FILE", help="a cluster file (kubesched snapshot, kubectl get -o yaml)"
     )
-    where.add_argument(
-        "--kubeconfig", metavar="FILE", help="the live cluster of this kubeconfig (the default: as kubectl finds it)"
-    )
+    where.add_argument("--kubeconfig", metavar="FILE", help=f"without --cluster, the live cluster: {KUBECONFIG_HELP}")
     cmd.add_argument(
         "--scheduler",
         metavar="URL",
         help="a running `kubesched scheduler run` (its --listen, e.g. http://127.0.0.1:10251): show the decision it "
         "recorded; evaluated afresh too with --kubeconfig/--cluster, or when it has no record",
     )
-    cmd.add_argument("--context", help="kubeconfig context (default: its current-context)")
+    connection.add_flags(cmd, kubeconfig=False)
     cmd.add_argument("--config", type=Path, help="KubeSchedulerConfiguration (default: kube-scheduler's defaults)")
     kube_version.add_flag(cmd)
     add_plugins_from_flag(cmd, "the config's pluginModules")
@@ -150,14 +149,13 @@ def _write(ex: Explanation, args: argparse.Namespace) -> None:
 def _objects(args: argparse.Namespace, release: Release) -> tuple[ClusterFile, Release]:
     """The cluster's objects, and the release to follow (a live cluster's own, unless --kubernetes-version)."""
     if args.cluster is not None:
+        if args.in_cluster or args.context:
+            raise CLIError("--cluster reads a file; it excludes --in-cluster and --context")
         try:
             return read_cluster(args.cluster), release
         except ClusterFileError as err:
             raise CLIError(str(err)) from None
-    try:
-        conn = connect(args.kubeconfig, args.context)
-    except (KubeConfigError, OSError) as err:
-        raise CLIError(str(err)) from None
+    conn = connection.connection(args, otherwise="or --cluster FILE")
     release = kube_version.for_connection(args, conn)
 
     async def snapshot() -> dict[str, object]:

@@ -8,12 +8,12 @@ import logging
 import ssl
 from pathlib import Path
 
-from kubesched.cli import kube_version, logs, serving
+from kubesched.cli import connection, kube_version, logs, serving
 from kubesched.cli.plugins_cmd import add_plugins_from_flag, image_only
 from kubesched.cli.serving import parse_listen, wait_for_stop_signal
 from kubesched.cluster.cache import ClusterCache
 from kubesched.cluster.files import ClusterFileError, load_into
-from kubesched.cluster.kubeclient import KubeClient, KubeConfigError, connect
+from kubesched.cluster.kubeclient import KubeClient
 from kubesched.cluster.ledger import DEFAULT_TTL, Ledger
 from kubesched.cluster.source import KubeSource
 from kubesched.errors import CLIError, ConfigurationError
@@ -35,11 +35,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     serve = ext_sub.add_parser("serve", help="serve filter, prioritize, bind and preempt over HTTP(S)")
     serve.add_argument("--policy", required=True, help="built-in name (custom-label), path/to/policy.py, pkg.mod:attr")
     add_plugins_from_flag(serve, "--policy and its plugins")
-    src = serve.add_argument_group("cluster source (one of)")
+    src = serve.add_argument_group(
+        "cluster source", "a cluster found as kubectl finds it (--kubeconfig, $KUBECONFIG, in-cluster, ~/.kube/config),"
+        " or --nodes FILE"
+    )  # fmt: skip
     src.add_argument("--nodes", type=Path, help="file of Node objects (NodeList or list, JSON or YAML): no cluster")
-    src.add_argument("--kubeconfig", help="list+watch nodes (and pods) from this cluster; also used to bind")
-    src.add_argument("--in-cluster", action="store_true", help="use the pod's service account")
-    serving.add_context_flag(src)
+    connection.add_flags(src, what="list+watch nodes (and pods) from this cluster and bind (with --nodes: only bind)")
     serve.add_argument(
         "--watch-pods",
         choices=("auto", "yes", "no"),
@@ -79,9 +80,6 @@ def run_serve(args: argparse.Namespace) -> int:
     if not args.reservation_ttl > 0 or args.reservation_ttl == float("inf"):
         raise CLIError(f"--reservation-ttl: must be a positive number of seconds (got {args.reservation_ttl:g})")
     limits = serving.limits_from(args)
-    sources = sum(bool(x) for x in (args.nodes, args.in_cluster)) + (bool(args.kubeconfig) and not args.nodes)
-    if sources == 0:
-        raise CLIError("give a cluster source: --nodes FILE, --kubeconfig PATH or --in-cluster")
     if args.nodes and args.in_cluster:
         raise CLIError("--nodes and --in-cluster exclude each other")
     chosen = kube_version.selected(args)
@@ -97,11 +95,10 @@ def run_serve(args: argparse.Namespace) -> int:
         except ClusterFileError as err:
             raise CLIError(str(err)) from None
         log.info("node cache loaded from %s: %d nodes, %d pods", args.nodes, n_nodes, n_pods)
-    try:
-        kubeconfig = None if args.in_cluster else args.kubeconfig
-        conn = connect(kubeconfig, args.context) if (args.kubeconfig or args.in_cluster) else None
-    except (KubeConfigError, OSError) as err:
-        raise CLIError(str(err)) from None
+    # With --nodes, a cluster only to bind through, when named; else the cluster kubectl would talk to.
+    conn = None
+    if not args.nodes or args.kubeconfig:
+        conn = connection.connection(args, otherwise="or --nodes FILE to serve a file's nodes without a cluster")
     # The policy's plugins follow --kubernetes-version, else the cluster's /version, else the reference.
     release = kube_version.for_connection(args, conn) if conn is not None else (chosen or REFERENCE)
     try:

@@ -70,6 +70,18 @@ def test_bad_inputs_are_named(capsys: pytest.CaptureFixture[str], tmp_path: Path
     assert code == 2 and "Traceback" not in err
 
 
+def test_without_cluster_or_kubeconfig_the_loading_rule_says_what_to_pass(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # As kubectl: $KUBECONFIG, else in-cluster, else ~/.kube/config; here none of them exists.
+    for name in ("KUBECONFIG", "KUBERNETES_SERVICE_HOST", "KUBERNETES_SERVICE_PORT"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    code, _, err = run(capsys, "shop/web-0")
+    assert code == 2 and "no cluster to talk to: give --kubeconfig FILE, set KUBECONFIG=FILE" in err
+    assert err.rstrip().endswith("(or --cluster FILE)") and "Traceback" not in err
+
+
 def test_without_a_source_the_live_cluster_is_read_as_kubectl_finds_it(
     capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -121,6 +121,10 @@ class SchedulingQueue:
         self.initial_backoff = initial_backoff
         self.max_backoff = max_backoff
         self.unschedulable_timeout = unschedulable_timeout
+        # Whether an attempt that failed with an Error status backs off and is tried again (kube-scheduler's way, for
+        # live clusters, where the error may pass). In memory (`--cluster`) nothing changes between retries: such a
+        # pod waits in the unschedulable pool, for a cluster event, as an unschedulable one does.
+        self.retry_errors = True
         self.notify = notify or (lambda: None)
         # Whether an event may lift a PreEnqueue rejection (the rejecting plugin registered it); SchedulingGates
         # registers none: its pods wait for their own update.
@@ -226,6 +230,11 @@ class SchedulingQueue:
                 self._push_backoff(entry)
             else:
                 self._push_active(entry)
+        elif entry.gate.code == Code.ERROR and not self.retry_errors:
+            # A PreEnqueue plugin failed, in memory: asked again only after a cluster event.
+            entry.unschedulable_since = self.clock.now()
+            entry.version += 1
+            self._set_where(entry, UNSCHEDULABLE)
         elif entry.gate.code == Code.ERROR:
             # A PreEnqueue plugin failed (not a gate): PreEnqueue is tried again after a backoff.
             entry.attempts += 1
@@ -281,7 +290,7 @@ class SchedulingQueue:
         entry.backoff_until = now + self.backoff_duration(entry.attempts)
         entry.unschedulable_plugins = plugins
         self._event = ATTEMPT_FAILURE
-        if error or entry.cycle_moves != self._moves:
+        if (error and self.retry_errors) or entry.cycle_moves != self._moves:
             self._push_backoff(entry)
         else:
             entry.unschedulable_since = now
