@@ -151,6 +151,7 @@ CASES: list[Case] = [
             "--namespace",
             "ops",
             "--bind",
+            "--generate-certs",
             "--policy",
             str(EXAMPLES / "licensed_policy.py"),
             "--load-plugins",
