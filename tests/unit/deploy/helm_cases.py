@@ -88,6 +88,8 @@ def extender_certs(tmp: Path, namespace: str) -> Path:
 
 def extender_provided(directory: Path) -> Obj:
     return {"mode": "provided", **{k: (directory / f).read_text() for k, f in _EXTENDER_PEMS.items()}}
+
+
 WEBHOOK_CONFIG = yaml.safe_load((EXAMPLES / "webhook-config.yaml").read_text())
 LICENSED = (EXAMPLES / "licensed_policy.py").read_text()
 PLAIN = LICENSED.replace(
