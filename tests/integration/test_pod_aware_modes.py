@@ -92,7 +92,8 @@ def _unschedulable(cp: ControlPlane, ns: str, name: str) -> str:
                 return str(cond["message"])
         return None
 
-    found: str = wait_until(message, f"{ns}/{name} to be reported unschedulable", within=60, interval=0.2)
+    found = wait_until(message, f"{ns}/{name} to be reported unschedulable", within=60, interval=0.2)
+    assert found is not None
     return found
 
 
