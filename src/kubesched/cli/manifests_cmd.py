@@ -177,6 +177,12 @@ def run(args: argparse.Namespace) -> int:
                     "kubesched: note: the values hold the webhook's private key (webhook.certificates.key)",
                     file=sys.stderr,
                 )
+            if plan.extender is not None and plan.extender.tls is not None and not args.generate_certs:
+                print(
+                    "kubesched: note: the values hold the extender's and kube-scheduler's private keys "
+                    "(extender.certificates.key, .clientKey)",
+                    file=sys.stderr,
+                )
             return 0
         files = render.kustomize_base(plan) if args.kustomize else render.files(objects)
     except DeployError as err:

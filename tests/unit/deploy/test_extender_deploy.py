@@ -151,3 +151,23 @@ def test_the_kustomize_base_makes_both_secrets_from_extender_certs(
     ignore = (tmp_path / "base" / "extender-certs" / ".gitignore").read_text()
     assert "kubesched certs --out extender-certs --service kubesched-extender" in ignore
     assert "kubesched-extender-tls" not in "".join(p.read_text() for p in (tmp_path / "base").glob("*-secret-*"))
+
+
+def test_helm_values_carry_watch_pods_and_the_extender_certificates(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "certs"
+    argv = ["certs", "--out", str(out), "--service", "kubesched-extender", "--namespace", "kubesched"]
+    assert main([*argv, "--client", "kube-scheduler"]) == 0
+    capsys.readouterr()
+    flags = ["--watch-pods", "yes", "--bind", "--extender-certs-dir", str(out), "--helm-values"]
+    assert main(["manifests", "extender", *flags]) == 0
+    captured = capsys.readouterr()
+    values = yaml.safe_load(captured.out)["extender"]
+    assert values["watchPods"] == "yes" and values["bind"] is True
+    certs = values["certificates"]
+    assert certs["mode"] == "provided" and certs["clientKey"] == (out / "client.key").read_text()
+    assert "the values hold the extender's and kube-scheduler's private keys" in captured.err
+    assert main(["manifests", "extender", "--bind", "--generate-certs", "--helm-values"]) == 0
+    generated = yaml.safe_load(capsys.readouterr().out)["extender"]["certificates"]
+    assert generated == {"mode": "generate", "days": 365}
