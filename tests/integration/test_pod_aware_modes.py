@@ -97,10 +97,14 @@ def _unschedulable(cp: ControlPlane, ns: str, name: str) -> str:
     return found
 
 
+def _seed(cp: ControlPlane, ns: str, mode: str, scheduler: str) -> None:
+    """The Job's pod already running on the biggest node (bound by someone else)."""
+    cp.api("POST", f"/api/v1/namespaces/{ns}/pods", _pod(f"{mode}-train-0", mode, scheduler, _node_names(mode)["big"]))
+
+
 def _run_live(cp: ControlPlane, ns: str, mode: str, scheduler: str) -> dict[str, str | None]:
-    """Create the running pod and then the Job's next pods one at a time; where each went (None: pending)."""
+    """The Job's next pods, created one at a time; where each went (None: pending)."""
     names = _node_names(mode)
-    cp.api("POST", f"/api/v1/namespaces/{ns}/pods", _pod(f"{mode}-train-0", mode, scheduler, names["big"]))
     placed: dict[str, str | None] = {}
     by_node = {v: k for k, v in names.items()}
     for pod, want in WANTED.items():
@@ -278,8 +282,13 @@ def test_the_extender_as_deployed_the_live_scheduler_and_the_dry_run_place_alike
 ) -> None:
     namespace = NS
     placements: dict[str, dict[str, str | None]] = {}
-    # 1. The extender behind kube-scheduler, as rendered (HTTPS, client certificate, --watch-pods auto).
-    with _nodes(control_plane, "ext"), _extender_mode(control_plane, tmp_path, "auto", "ext", created) as deployed:
+    # 1. The extender behind kube-scheduler, as rendered (HTTPS, client certificate, --watch-pods auto). The
+    # running pod is there before the extender starts: its first list has it (no race with the watch).
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(_nodes(control_plane, "ext"))
+        _seed(control_plane, namespace, "ext", f"pa-ext-{RUN}")
+        deployed = stack.enter_context(_extender_mode(control_plane, tmp_path, "auto", "ext", created))
+        assert deployed.scheduler_name == f"pa-ext-{RUN}"
         placements["extender"] = _run_live(control_plane, namespace, "ext", deployed.scheduler_name)
         log = (tmp_path / "extender-ext.log").read_text()
         assert "(pods: True)" in log and f"binding only pods of scheduler {deployed.scheduler_name}" in log
@@ -312,6 +321,7 @@ def test_the_extender_as_deployed_the_live_scheduler_and_the_dry_run_place_alike
                 return False
 
             wait_until(ready, "the scheduler to be ready", within=60, interval=0.2)
+            _seed(control_plane, namespace, "live", live)  # one watch: seen before the pods created after it
             placements["scheduler"] = _run_live(control_plane, namespace, "live", live)
         finally:
             proc.stop()
