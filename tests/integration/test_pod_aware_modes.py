@@ -277,6 +277,7 @@ def _extender_mode(cp: ControlPlane, tmp: Path, watch_pods: str, mode: str, crea
             cp.api("DELETE", f"/apis/coordination.k8s.io/v1/namespaces/{NS}/leases/{extender.SCHEDULER}")
 
 
+@pytest.mark.all_kubernetes_versions  # kube-scheduler v1.35.4 and v1.37.2 both call it over HTTPS
 def test_the_extender_as_deployed_the_live_scheduler_and_the_dry_run_place_alike(
     control_plane: ControlPlane, created: list[str], tmp_path: Path
 ) -> None:
@@ -371,6 +372,7 @@ def test_an_extender_not_watching_pods_is_blind_and_the_renderer_says_so(
         assert placed == [names["mid"], names["big"]]  # b-2 beside b-0, against the rule
 
 
+@pytest.mark.all_kubernetes_versions
 def test_the_binding_extender_refuses_clients_without_a_certificate_and_other_schedulers_pods(
     control_plane: ControlPlane, created: list[str], tmp_path: Path
 ) -> None:
