@@ -15,9 +15,11 @@ from kubesched.cli import (
     explain_cmd,
     extender_cmd,
     helptext,
+    kubectl_plugin_cmd,
     manifests_cmd,
     plugins_cmd,
     scheduler_cmd,
+    simulate_cmd,
     snapshot_cmd,
     webhook_cmd,
 )
@@ -62,6 +64,8 @@ def build_parser() -> argparse.ArgumentParser:
     scheduler_cmd.register(sub)
     snapshot_cmd.register(sub)
     explain_cmd.register(sub)
+    kubectl_plugin_cmd.register(sub)
+    simulate_cmd.register(sub)
     plugins_cmd.register(sub)
     webhook_cmd.register(sub)
     certs_cmd.register(sub)
