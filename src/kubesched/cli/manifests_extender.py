@@ -15,7 +15,7 @@ from kubesched.config.v1 import ManagedResource
 from kubesched.deploy import extender
 from kubesched.deploy.plan import DEFAULT_POLICY, ExtenderPlan, ExtenderTLS, WatchPods
 from kubesched.errors import CLIError
-from kubesched.policies import PolicyError, is_builtin, pod_blindness
+from kubesched.policies import PolicyError, is_builtin, needs_pods, pod_blindness
 from kubesched.policies import load as load_policy
 
 CERT_FILES = ("ca.crt", "tls.crt", "tls.key", "client.crt", "client.key")
@@ -59,6 +59,12 @@ def extender_plan(args: argparse.Namespace, scheduler_name: str) -> ExtenderPlan
     blind = pod_blindness(policy) if watch == "no" else None
     if blind:
         print(f"kubesched: warning: --watch-pods no: {blind} (watch them: --watch-pods auto)", file=sys.stderr)
+    if watch == "auto" and not needs_pods(policy):
+        print(
+            f"kubesched: note: policy {policy.name} reads no pods (every plugin declares reads_pods = False): the "
+            "extender will not watch them; --watch-pods no also drops the pods list+watch grant",
+            file=sys.stderr,
+        )
     target, sep, attr = spec.partition(":")
     files: dict[str, str] = {}
     if target.endswith(".py"):
