@@ -111,8 +111,15 @@ def test_https_with_client_certificates(tmp_path: Path) -> None:
         r = httpx.post(f"{url}/filter", json=EXAMPLE_REQUEST, verify=with_cert)
         assert r.status_code == 200 and r.json()["NodeNames"] == ["gpu-a"]
         without_cert = ssl.create_default_context(cafile=paths["ca.crt"])
-        with pytest.raises(httpx.HTTPError):
-            httpx.post(f"{url}/filter", json=EXAMPLE_REQUEST, verify=without_cert)
+        refused = httpx.post(f"{url}/filter", json=EXAMPLE_REQUEST, verify=without_cert)
+        assert refused.status_code == 401 and "needs a client certificate" in refused.text
+        assert httpx.get(f"{url}/readyz", verify=without_cert).status_code == 200  # probes need no certificate
+        stranger = pki.client_cert(pki.new_ca("another CA"), "kube-scheduler")
+        stranger.write(tmp_path / "stranger.crt", tmp_path / "stranger.key")
+        another_ca = ssl.create_default_context(cafile=paths["ca.crt"])
+        another_ca.load_cert_chain(tmp_path / "stranger.crt", tmp_path / "stranger.key")
+        with pytest.raises(httpx.HTTPError):  # a certificate the client CA did not sign: no TLS session
+            httpx.post(f"{url}/filter", json=EXAMPLE_REQUEST, verify=another_ca)
         with pytest.raises(httpx.HTTPError):  # plain HTTP to the TLS port is refused, not served
             httpx.post(f"http://127.0.0.1:{port}/filter", json=EXAMPLE_REQUEST)
     finally:

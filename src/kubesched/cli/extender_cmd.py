@@ -27,6 +27,8 @@ from kubesched.policies import PolicyError, load, needs_pods, pod_blindness, reg
 from kubesched.versions import REFERENCE
 
 log = logging.getLogger("kubesched.extender")
+# What a client without a certificate may ask for under --client-ca: kubelet's probes and Prometheus' scrapes.
+OPEN_PATHS = frozenset({"/healthz", "/livez", "/readyz", "/metrics"})
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -60,7 +62,18 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     serve.add_argument("--prefix", default="", help="URL path prefix of the verbs, e.g. /scheduler")
     serve.add_argument("--tls-cert", type=Path, help="serve HTTPS with this certificate (PEM)")
     serve.add_argument("--tls-key", type=Path, help="private key of --tls-cert")
-    serve.add_argument("--client-ca", type=Path, help="require client certificates signed by this CA")
+    serve.add_argument(
+        "--client-ca",
+        type=Path,
+        help="the verbs need a client certificate signed by this CA (kube-scheduler's tlsConfig); /healthz, /livez,"
+        " /readyz and /metrics stay open for probes and scrapes",
+    )
+    serve.add_argument(
+        "--scheduler-name",
+        metavar="NAME",
+        help="bind only pods whose spec.schedulerName is NAME, the kube-scheduler profile calling this extender"
+        " (default: the policy's profile's, default-scheduler unless it says otherwise)",
+    )
     serving.add_limit_flags(serve, max_body=DEFAULT_MAX_BODY)
     kube_version.add_flag(serve, connected=True)
     logs.add_flags(serve)
@@ -114,16 +127,21 @@ def run_serve(args: argparse.Namespace) -> int:
         log.warning("--watch-pods no: %s (watch them: --watch-pods auto)", blind)
     try:
         # Reloaded when the files change (a renewed certificate or client CA).
-        tls = ServingTLS(args.tls_cert, args.tls_key, args.client_ca) if args.tls_cert else None
+        tls = (
+            ServingTLS(args.tls_cert, args.tls_key, args.client_ca, optional_client_cert=True)
+            if args.tls_cert
+            else None
+        )
     except (ssl.SSLError, OSError, ValueError) as err:
         raise CLIError(f"--tls-cert/--tls-key/--client-ca: cannot load: {err}") from None
 
     async def main() -> None:
         client = KubeClient(conn) if conn else None
         ledger = Ledger(cache, ttl=args.reservation_ttl)
-        service = ExtenderService(policy, framework, cache, client, ledger)
+        service = ExtenderService(policy, framework, cache, client, ledger, scheduler_name=args.scheduler_name)
         dispatcher = Dispatcher(service, prefix=args.prefix, max_body=args.max_body_bytes)
-        server = HTTPServer(dispatcher, host, port, tls.context if tls else None, limits)
+        open_paths = OPEN_PATHS if args.client_ca else None
+        server = HTTPServer(dispatcher, host, port, tls.context if tls else None, limits, open_paths)
         tasks = []
         if tls is not None:
             dispatcher.metrics.registry.register(tls)
@@ -141,6 +159,8 @@ def run_serve(args: argparse.Namespace) -> int:
             raise CLIError(f"--listen {args.listen}: {err.strerror or err}") from None
         scheme = "https" if tls else "http"
         log.info("serving policy %s on %s://%s:%d%s", policy.name, scheme, host, port, args.prefix)
+        if client is not None:
+            log.info("binding only pods of scheduler %s", service.scheduler_name)
         try:
             await wait_for_stop_signal()
         finally:
