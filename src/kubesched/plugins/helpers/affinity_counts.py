@@ -1,0 +1,97 @@
+"""InterPodAffinity's counts per topology value, answered from the node table's pod index (core/podindex.py).
+
+A count is an array per topology key over the value codes of that node label (`NodeTable.label_codes`):
+kube-scheduler's topologyToMatchedTermCount, with the pair (key, value) read as (key, code). A term is
+checked once per group of equal pods instead of once per pod, and only against the groups that can match
+it: those carrying one of the values an ``Equals``/``In`` requirement asks for, or in one of the listed
+namespaces of a term without a namespace selector.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
+
+import numpy as np
+
+from kubesched.core.nodetable import IntColumn, NodeTable, Rows
+from kubesched.core.podindex import PodGroup, PodIndex
+from kubesched.plugins.helpers.affinity_terms import AffinityTerm
+from kubesched.plugins.helpers.label_selector import EQUALS, IN
+from kubesched.plugins.helpers.spread_constraints import lookup
+
+# Per topology key, counts per value code of that node label.
+KeyCounts = dict[str, IntColumn]
+NamespaceOf = Callable[[str], Mapping[str, str] | None]
+_NONE: IntColumn = np.zeros(0, dtype=np.int64)
+
+
+def add(into: KeyCounts, key: str, counts: IntColumn, weight: int = 1) -> None:
+    """``into[key] += weight · counts``, the arrays grown to the longer (``counts`` itself is never kept)."""
+    have = into.get(key)
+    if have is None:
+        into[key] = counts * weight
+        return
+    if len(have) < len(counts):
+        have = np.concatenate([have, np.zeros(len(counts) - len(have), dtype=np.int64)])
+    have[: len(counts)] += counts * weight
+    into[key] = have
+
+
+def bump_row(into: KeyCounts, table: NodeTable, key: str, row: int, delta: int) -> None:
+    """Add ``delta`` at the value the node of ``row`` has for ``key`` (nothing when it has none)."""
+    codes, vocab = table.label_codes(key)
+    code = int(codes[row])
+    if code < 0:
+        return
+    have = into.get(key)
+    if have is None or len(have) <= code:
+        grown = np.zeros(max(len(vocab), code + 1), dtype=np.int64)
+        if have is not None:
+            grown[: len(have)] = have
+        have = into[key] = grown
+    have[code] += delta
+
+
+def any_count(counts: KeyCounts) -> bool:
+    """Whether some topology pair has a count (kube-scheduler's ``len(m) > 0``: zeros are dropped there)."""
+    return any(a.any() for a in counts.values())
+
+
+def at(counts: KeyCounts, key: str, table: NodeTable, rows: Rows) -> IntColumn:
+    """The count of each row's value for ``key`` (0 where the node has none)."""
+    column, _ = table.label_codes(key)
+    return lookup(counts.get(key, _NONE), column[rows])
+
+
+def candidates(index: PodIndex, terms: Sequence[AffinityTerm]) -> Iterable[PodGroup]:
+    """Label groups that may match every term of ``terms`` (a superset: the caller checks each)."""
+    best: Mapping[Hashable, PodGroup] | None = None
+    for term in terms:
+        if term.selector.nothing:
+            return ()
+        if term.namespace_selector.nothing:
+            found = _union([index.by_namespace.get(ns, {}) for ns in term.namespaces])
+            if best is None or len(found) < len(best):
+                best = found
+        for r in term.selector.requirements:
+            if r.operator in (EQUALS, IN):
+                found = _union([index.by_pair.get((r.key, v), {}) for v in r.values])
+                if best is None or len(found) < len(best):
+                    best = found
+    return (index.by_labels if best is None else best).values()
+
+
+def _union(groups: list[dict[Hashable, PodGroup]]) -> Mapping[Hashable, PodGroup]:
+    if len(groups) == 1:
+        return groups[0]
+    out: dict[Hashable, PodGroup] = {}
+    for g in groups:
+        out.update(g)
+    return out
+
+
+def matches(term: AffinityTerm, group: PodGroup, namespace_of: NamespaceOf) -> bool:
+    """``term.matches`` for the pods of a label group."""
+    return term.matches_namespace(group.namespace, namespace_of(group.namespace)) and term.selector.matches(
+        group.labels
+    )
