@@ -1,12 +1,13 @@
 """The node table's index of its pods for inter-pod affinity: pods grouped once, counted per topology value.
 
-Every pod on the table falls in one `PodGroup` of pods of equal namespace and labels (what an affinity
-term's selector reads of an existing pod), and every pod with pod (anti-)affinity also in one of pods of
-equal namespace and affinity (their terms are the same). A group keeps how many of its pods sit on each
-row and, for each topology key asked about, how many per value of that node label (the value codes of
-`NodeTable.label_codes`): so a plugin answers an incoming pod with one selector check per group and one
-array addition per matching group, instead of a walk over every pod (kube-scheduler's per-cycle
-affinityCounts, antiAffinityCounts and existingAntiAffinityCounts keyed by topology pair).
+Every pod on the table falls in one `LabelSet` (pods of equal labels, what an affinity term's selector reads
+of an existing pod), in it in the `PodGroup` of its namespace, and every pod with pod (anti)-affinity also in
+a group of pods of equal terms (equal affinity, and equal namespace if a term defaults to the pod's own). A
+group keeps how many of its pods sit on each row and, for each topology key asked about, how many per value
+of that node label (the value codes of `NodeTable.label_codes`): so a plugin answers an incoming pod with one
+selector check per label set and one array addition per matching group, instead of a walk over every pod
+(kube-scheduler's per-cycle affinityCounts, antiAffinityCounts and existingAntiAffinityCounts keyed by
+topology pair).
 
 The index changes as pods are added, assumed, removed or forgotten (`NodeTable.add_pod`/`remove_pod`),
 each change adding to the counts already built; the per-value counts are rebuilt from the rows only after
@@ -89,27 +90,53 @@ class PodGroup:
         self._per_value.clear()
 
 
-def labels_key(pod: PodInfo) -> Hashable:
+def labels_key(pod: PodInfo) -> tuple[str, frozenset[tuple[str, str]]]:
     """What an affinity term reads of an existing pod: its namespace and labels."""
     key = pod.cache.get(_LABELS_KEY)
-    if key is None:
+    if not isinstance(key, tuple):
         key = pod.cache[_LABELS_KEY] = (pod.namespace, frozenset(pod.labels.items()))
     return key
 
 
 def affinity_key(pod: PodInfo) -> Hashable:
-    """What makes two pods' affinity terms the same: the namespace (a term's default) and the pod's affinity."""
+    """What makes two pods' affinity terms the same: the pod's affinity, and its namespace if a term defaults
+    to it (one with neither ``namespaces`` nor a ``namespaceSelector``)."""
     key = pod.cache.get(_GROUP_KEY)
     if key is None:
         affinity = pod.pod.spec.affinity
         assert affinity is not None
         terms = (affinity.pod_affinity, affinity.pod_anti_affinity)
-        key = pod.cache[_GROUP_KEY] = (pod.namespace, _ENCODE.encode(terms))
+        key = pod.cache[_GROUP_KEY] = (pod.namespace if _defaults_namespace(pod) else None, _ENCODE.encode(terms))
     return key
 
 
+def _defaults_namespace(pod: PodInfo) -> bool:
+    affinity = pod.pod.spec.affinity
+    assert affinity is not None
+    for group in (affinity.pod_affinity, affinity.pod_anti_affinity):
+        if group is None:
+            continue
+        required = group.required_during_scheduling_ignored_during_execution or ()
+        preferred = [w.pod_affinity_term for w in group.preferred_during_scheduling_ignored_during_execution or ()]
+        if any(not t.namespaces and t.namespace_selector is None for t in (*required, *preferred)):
+            return True
+    return False
+
+
+class LabelSet:
+    """The pods of one label set: per namespace (``namespaces``) and all of them together (``all``)."""
+
+    __slots__ = ("all", "labels", "namespaces")
+
+    def __init__(self, pod: PodInfo) -> None:
+        self.labels: Mapping[str, str] = pod.labels
+        self.all = PodGroup(pod)
+        self.namespaces: dict[str, PodGroup] = {}
+
+
 class PodIndex:
-    """Pods by (namespace, labels) and pods with affinity by (namespace, affinity), with an inverted index.
+    """Pods by label set (and within it by namespace) and pods with affinity by their terms, with inverted
+    indexes from a label pair and from a namespace to the label sets.
 
     Built from the table's pods the first time it is read, kept current from then on: a table no plugin
     asks about pays nothing per pod.
@@ -119,12 +146,12 @@ class PodIndex:
         self._table = table
         self._active = False
         self._generation = table.static_generation
-        self.by_labels: dict[Hashable, PodGroup] = {}
+        self.sets: dict[frozenset[tuple[str, str]], LabelSet] = {}
         self.by_terms: dict[Hashable, PodGroup] = {}
-        # label pair → the label groups carrying it; namespace → its label groups
-        self.by_pair: dict[tuple[str, str], dict[Hashable, PodGroup]] = {}
-        self.by_namespace: dict[str, dict[Hashable, PodGroup]] = {}
-        self._where: dict[tuple[int, str], tuple[PodGroup, PodGroup | None]] = {}
+        # label pair → the label sets carrying it; namespace → the label sets of its pods
+        self.by_pair: dict[tuple[str, str], dict[frozenset[tuple[str, str]], LabelSet]] = {}
+        self.by_namespace: dict[str, dict[frozenset[tuple[str, str]], LabelSet]] = {}
+        self._where: dict[tuple[int, str], tuple[LabelSet, PodGroup, PodGroup | None]] = {}
 
     def __len__(self) -> int:
         return len(self._where)
@@ -134,7 +161,11 @@ class PodIndex:
         generation = self._table.static_generation
         if generation != self._generation:
             self._generation = generation
-            for group in (*self.by_labels.values(), *self.by_terms.values()):
+            for label_set in self.sets.values():
+                label_set.all.forget_values()
+                for group in label_set.namespaces.values():
+                    group.forget_values()
+            for group in self.by_terms.values():
                 group.forget_values()
 
     def activate(self) -> PodIndex:
@@ -147,8 +178,8 @@ class PodIndex:
         self._fresh()
         return self
 
-    def label_groups(self) -> Iterable[PodGroup]:
-        return self.activate().by_labels.values()
+    def label_sets(self) -> Iterable[LabelSet]:
+        return self.activate().sets.values()
 
     def term_groups(self) -> Iterable[PodGroup]:
         return self.activate().by_terms.values()
@@ -160,14 +191,18 @@ class PodIndex:
         where = (row, pod.uid)
         if where in self._where:
             self.remove(row, pod.uid)
-        key = labels_key(pod)
-        group = self.by_labels.get(key)
+        namespace, labels = labels_key(pod)
+        label_set = self.sets.get(labels)
+        if label_set is None:
+            label_set = self.sets[labels] = LabelSet(pod)
+            for pair in labels:
+                self.by_pair.setdefault(pair, {})[labels] = label_set
+        group = label_set.namespaces.get(namespace)
         if group is None:
-            group = self.by_labels[key] = PodGroup(pod)
-            self.by_namespace.setdefault(pod.namespace, {})[key] = group
-            for pair in pod.labels.items():
-                self.by_pair.setdefault(pair, {})[key] = group
+            group = label_set.namespaces[namespace] = PodGroup(pod)
+            self.by_namespace.setdefault(namespace, {})[labels] = label_set
         group._change(self._table, row, 1)
+        label_set.all._change(self._table, row, 1)
         terms = None
         if pod.has_pod_affinity:
             tkey = affinity_key(pod)
@@ -175,7 +210,7 @@ class PodIndex:
             if terms is None:
                 terms = self.by_terms[tkey] = PodGroup(pod)
             terms._change(self._table, row, 1)
-        self._where[where] = (group, terms)
+        self._where[where] = (label_set, group, terms)
 
     def remove(self, row: int, uid: str) -> None:
         if not self._active:
@@ -184,16 +219,19 @@ class PodIndex:
         found = self._where.pop((row, uid), None)
         if found is None:
             return
-        group, terms = found
+        label_set, group, terms = found
         group._change(self._table, row, -1)
+        label_set.all._change(self._table, row, -1)
+        namespace, labels = labels_key(group.pod)
         if not group.size:
-            key = labels_key(group.pod)
-            del self.by_labels[key]
-            del self.by_namespace[group.namespace][key]
-            if not self.by_namespace[group.namespace]:
-                del self.by_namespace[group.namespace]
-            for pair in group.labels.items():
-                del self.by_pair[pair][key]
+            del label_set.namespaces[namespace]
+            del self.by_namespace[namespace][labels]
+            if not self.by_namespace[namespace]:
+                del self.by_namespace[namespace]
+        if not label_set.all.size:
+            del self.sets[labels]
+            for pair in labels:
+                del self.by_pair[pair][labels]
                 if not self.by_pair[pair]:
                     del self.by_pair[pair]
         if terms is not None:

@@ -49,7 +49,7 @@ from kubesched.plugins.helpers.affinity_counts import (
     at,
     bump_row,
     candidates,
-    matches,
+    matching,
 )
 from kubesched.plugins.helpers.affinity_terms import AffinityTerm, PodTerms, pod_terms
 
@@ -171,13 +171,13 @@ class InterPodAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
 
         affinity = terms.required_affinity
         if affinity:
-            for group in candidates(index, affinity):
-                if all(matches(t, group, namespace_of) for t in affinity):
+            for label_set in candidates(index, affinity):
+                for group in matching(affinity, label_set, namespace_of):
                     for t in affinity:
                         add(s.affinity, t.topology_key, group.per_value(table, t.topology_key))
         for t in terms.required_anti_affinity:
-            for group in candidates(index, (t,)):
-                if matches(t, group, namespace_of):
+            for label_set in candidates(index, (t,)):
+                for group in matching((t,), label_set, namespace_of):
                     add(s.anti_affinity, t.topology_key, group.per_value(table, t.topology_key))
         if not any_count(s.existing_anti_affinity) and not affinity and not terms.required_anti_affinity:
             return PreFilterResult(SKIP)
@@ -291,8 +291,8 @@ class InterPodAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
         # The pod's preferred terms against every existing pod, by groups of equal labels.
         for sign, weighted in ((1, terms.preferred_affinity), (-1, terms.preferred_anti_affinity)):
             for w in weighted:
-                for group in candidates(index, (w.term,)):
-                    if matches(w.term, group, namespace_of):
+                for label_set in candidates(index, (w.term,)):
+                    for group in matching((w.term,), label_set, namespace_of):
                         score_with(w.term, group, sign * w.weight)
         # Existing pods' terms against the pod, by groups of equal terms.
         for group in index.term_groups():

@@ -15,7 +15,7 @@ import pytest
 
 from kubesched.cluster.cache import ClusterCache
 from kubesched.core.nodetable import NodeTable
-from kubesched.core.podindex import PodIndex, affinity_key, labels_key
+from kubesched.core.podindex import PodGroup, PodIndex, affinity_key, labels_key
 from kubesched.testing.builders import make_node, make_pod_object
 
 ZONE, HOST = "topology.kubernetes.io/zone", "kubernetes.io/hostname"
@@ -57,29 +57,37 @@ def expected(table: NodeTable) -> tuple[dict[Any, Counter[tuple[str, str]]], dic
 
 
 def observed(table: NodeTable, index: PodIndex) -> tuple[dict[Any, Counter[tuple[str, str]]], ...]:
+    index.activate()
+    by_labels = {(ns, key): g for key, s in index.sets.items() for ns, g in s.namespaces.items()}
     out: list[dict[Any, Counter[tuple[str, str]]]] = []
-    for groups in (index.by_labels, index.by_terms):
-        index.activate()
-        got: dict[Any, Counter[tuple[str, str]]] = {}
-        for key, group in groups.items():
-            counts = got[key] = Counter({("#pods", ""): group.size})
-            assert group.size == sum(group.rows.values()) > 0
-            for k in KEYS:
-                per_value = group.per_value(table, k)
-                vocab = table.label_codes(k)[1]
-                counts.update({(k, v): int(per_value[c]) for v, c in vocab.items() if per_value[c]})
-        out.append(got)
-    # The inverted indexes hold exactly the label groups carrying each pair, each namespace's groups.
+    for groups in (by_labels, index.by_terms):
+        out.append({key: counted(table, group) for key, group in groups.items()})
+    # A label set's whole counts are its namespaces' together.
+    for key, label_set in index.sets.items():
+        assert counted(table, label_set.all) == sum(
+            map(lambda g: counted(table, g), label_set.namespaces.values()), Counter()
+        )
+        assert label_set.labels.items() == dict(key).items()
+    # The inverted indexes hold exactly the label sets carrying each pair, and those of each namespace.
     pairs: dict[tuple[str, str], set[Any]] = {}
-    for key, group in index.by_labels.items():
-        for pair in group.labels.items():
+    for key in index.sets:
+        for pair in key:
             pairs.setdefault(pair, set()).add(key)
     assert {p: set(gs) for p, gs in index.by_pair.items()} == pairs
     assert {ns: set(gs) for ns, gs in index.by_namespace.items()} == {
-        ns: {k for k, g in index.by_labels.items() if g.namespace == ns}
-        for ns in {g.namespace for g in index.by_labels.values()}
+        ns: {k for k, s in index.sets.items() if ns in s.namespaces} for s in index.sets.values() for ns in s.namespaces
     }
     return tuple(out)
+
+
+def counted(table: NodeTable, group: PodGroup) -> Counter[tuple[str, str]]:
+    counts = Counter({("#pods", ""): group.size})
+    assert group.size == sum(group.rows.values()) > 0
+    for k in KEYS:
+        per_value = group.per_value(table, k)
+        vocab = table.label_codes(k)[1]
+        counts.update({(k, v): int(per_value[c]) for v, c in vocab.items() if per_value[c]})
+    return counts
 
 
 def check(cache: ClusterCache) -> None:
@@ -145,13 +153,14 @@ def test_an_index_read_first_late_counts_the_pods_already_on_the_table() -> None
     cache.upsert_node(make_node("n1", labels={ZONE: "z1"}))
     cache.upsert_pod(make_pod_object("a", node_name="n1", labels={"app": "a"}))
     index = cache.table.pod_index
-    [group] = index.activate().by_labels.values()
+    [label_set] = index.activate().sets.values()
+    group = label_set.namespaces["default"]
     assert group.size == 1
     assert group.per_value(cache.table, ZONE).tolist() == [1]
     cache.upsert_pod(make_pod_object("b", node_name="n1", labels={"app": "a"}))
     assert group.per_value(cache.table, ZONE).tolist() == [2]
     cache.delete_pod("uid-a")
     cache.delete_pod("uid-b")
-    assert not index.by_labels
+    assert not index.sets
     assert not index.by_pair
     assert not index.by_namespace

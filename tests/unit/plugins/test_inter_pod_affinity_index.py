@@ -57,6 +57,18 @@ def term(rng: random.Random) -> dict[str, Any]:
 
 def random_pod(rng: random.Random, name: str, terms: float) -> PodInfo:
     labels = {k: rng.choice(vs) for k, vs in (("app", "abc"), ("tier", "xy")) if rng.random() < 0.8}
+    namespace = rng.choice(sorted(NAMESPACES))
+    if rng.random() < 0.3:  # a spec shared by pods of several namespaces, as a template's would be
+        state = rng.getstate()
+        rng.seed(rng.randrange(3))
+        spec = random_affinity(rng, terms)
+        rng.setstate(state)
+    else:
+        spec = random_affinity(rng, terms)
+    return make_pod(name, namespace=namespace, labels=labels, **spec)
+
+
+def random_affinity(rng: random.Random, terms: float) -> dict[str, Any]:
     affinity: dict[str, Any] = {}
     for kind in ("podAffinity", "podAntiAffinity"):
         if rng.random() < terms:
@@ -66,8 +78,7 @@ def random_pod(rng: random.Random, name: str, terms: float) -> PodInfo:
                     {"weight": rng.randint(1, 100), "podAffinityTerm": term(rng)} for _ in range(rng.randint(0, 2))
                 ],
             }
-    spec = {"affinity": affinity} if affinity else {}
-    return make_pod(name, namespace=rng.choice(sorted(NAMESPACES)), labels=labels, **spec)
+    return {"affinity": affinity} if affinity else {}
 
 
 def cluster(rng: random.Random) -> NodeTable:
@@ -188,3 +199,20 @@ def test_counts_and_scores_are_those_of_a_walk_over_every_pod(seed: int) -> None
             assert plugin.score(state, pod, nodes).tolist() == want.tolist()
         # The pod is placed, as the scheduler would assume it: the next pod sees it through the index.
         table.add_pod(rng.choice(table.rows().tolist()), pod)
+
+
+def test_equal_terms_defaulting_to_their_pods_namespaces_are_not_merged_across_namespaces() -> None:
+    anti = {
+        "podAntiAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": [{"labelSelector": {}, "topologyKey": ZONE}]
+        }
+    }
+    nodes = [make_node("n1", labels={ZONE: "z1"}), make_node("n2", labels={ZONE: "z2"})]
+    existing = {
+        "n1": [make_pod("a", namespace="ns-a", affinity=anti)],
+        "n2": [make_pod("b", namespace="ns-b", affinity=anti)],
+    }
+    table = make_table(nodes, existing)
+    plugin, state = InterPodAffinity(handle=Handle(cluster=FakeCluster(NAMESPACES))), CycleState()
+    plugin.pre_filter(state, make_pod("p", namespace="ns-b"), table)
+    assert pairs(table, state[plugin.name].existing_anti_affinity) == Counter({(ZONE, "z2"): 1})

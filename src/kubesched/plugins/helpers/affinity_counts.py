@@ -2,19 +2,20 @@
 
 A count is an array per topology key over the value codes of that node label (`NodeTable.label_codes`):
 kube-scheduler's topologyToMatchedTermCount, with the pair (key, value) read as (key, code). A term is
-checked once per group of equal pods instead of once per pod, and only against the groups that can match
-it: those carrying one of the values an ``Equals``/``In`` requirement asks for, or in one of the listed
-namespaces of a term without a namespace selector.
+checked once per label set (its selector) and per namespace of it (its namespaces) instead of once per pod,
+and only against the label sets that can match it: those carrying one of the values an ``Equals``/``In``
+requirement asks for, or found in one of the listed namespaces of a term without a namespace selector. When
+every namespace of a label set matches, its pods are counted at once.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
 from kubesched.core.nodetable import IntColumn, NodeTable, Rows
-from kubesched.core.podindex import PodGroup, PodIndex
+from kubesched.core.podindex import LabelSet, PodGroup, PodIndex
 from kubesched.plugins.helpers.affinity_terms import AffinityTerm
 from kubesched.plugins.helpers.label_selector import EQUALS, IN
 from kubesched.plugins.helpers.spread_constraints import lookup
@@ -63,9 +64,9 @@ def at(counts: KeyCounts, key: str, table: NodeTable, rows: Rows) -> IntColumn:
     return lookup(counts.get(key, _NONE), column[rows])
 
 
-def candidates(index: PodIndex, terms: Sequence[AffinityTerm]) -> Iterable[PodGroup]:
-    """Label groups that may match every term of ``terms`` (a superset: the caller checks each)."""
-    best: Mapping[Hashable, PodGroup] | None = None
+def candidates(index: PodIndex, terms: Sequence[AffinityTerm]) -> Iterable[LabelSet]:
+    """Label sets whose pods may match every term of ``terms`` (a superset: see `matching`)."""
+    best: Mapping[frozenset[tuple[str, str]], LabelSet] | None = None
     for term in terms:
         if term.selector.nothing:
             return ()
@@ -78,20 +79,26 @@ def candidates(index: PodIndex, terms: Sequence[AffinityTerm]) -> Iterable[PodGr
                 found = _union([index.by_pair.get((r.key, v), {}) for v in r.values])
                 if best is None or len(found) < len(best):
                     best = found
-    return (index.by_labels if best is None else best).values()
+    return (index.sets if best is None else best).values()
 
 
-def _union(groups: list[dict[Hashable, PodGroup]]) -> Mapping[Hashable, PodGroup]:
-    if len(groups) == 1:
-        return groups[0]
-    out: dict[Hashable, PodGroup] = {}
-    for g in groups:
-        out.update(g)
+def _union(
+    found: list[dict[frozenset[tuple[str, str]], LabelSet]],
+) -> Mapping[frozenset[tuple[str, str]], LabelSet]:
+    if len(found) == 1:
+        return found[0]
+    out: dict[frozenset[tuple[str, str]], LabelSet] = {}
+    for f in found:
+        out.update(f)
     return out
 
 
-def matches(term: AffinityTerm, group: PodGroup, namespace_of: NamespaceOf) -> bool:
-    """``term.matches`` for the pods of a label group."""
-    return term.matches_namespace(group.namespace, namespace_of(group.namespace)) and term.selector.matches(
-        group.labels
-    )
+def matching(terms: Sequence[AffinityTerm], label_set: LabelSet, namespace_of: NamespaceOf) -> list[PodGroup]:
+    """The groups of ``label_set`` whose pods match every term: the whole set at once when all namespaces do."""
+    if not all(t.selector.matches(label_set.labels) for t in terms):
+        return []
+    groups = label_set.namespaces
+    hit = [g for ns, g in groups.items() if all(t.matches_namespace(ns, namespace_of(ns)) for t in terms)]
+    if len(hit) > 1 and len(hit) == len(groups):
+        return [label_set.all]
+    return hit
