@@ -46,7 +46,7 @@ class LabelSource(Protocol):
 class PodGroup:
     """Pods equal in what the index groups them by: one of them stands for all (``pod``)."""
 
-    __slots__ = ("_per_value", "namespace", "pod", "rows", "size")
+    __slots__ = ("_per_value", "_sparse", "namespace", "pod", "rows", "size")
 
     def __init__(self, pod: PodInfo) -> None:
         self.pod = pod
@@ -54,6 +54,7 @@ class PodGroup:
         self.rows: dict[int, int] = {}  # row → pods of the group on it
         self.size = 0
         self._per_value: dict[str, Counts] = {}  # topology key → pods per value code
+        self._sparse: dict[str, tuple[npt.NDArray[np.int32], Counts]] = {}  # the same as (codes, pods), for few rows
 
     @property
     def labels(self) -> Mapping[str, str]:
@@ -74,7 +75,22 @@ class PodGroup:
             counts = self._per_value[key] = np.concatenate([counts, np.zeros(len(vocab) - len(counts), np.int64)])
         return counts
 
+    def sparse(self, table: LabelSource, key: str) -> tuple[npt.NDArray[np.int32], Counts]:
+        """`per_value` as the value codes the group's rows have for ``key`` and its pods there (codes repeat
+        where rows share a value): what a group on few of many values adds without an array per value."""
+        got = self._sparse.get(key)
+        if got is None:
+            codes = table.label_codes(key)[0]
+            rows = np.fromiter(self.rows, dtype=np.intp, count=len(self.rows))
+            weights = np.fromiter(self.rows.values(), dtype=np.int64, count=len(self.rows))
+            at = codes[rows]
+            inside = at >= 0
+            got = self._sparse[key] = (at[inside], weights[inside])
+        return got
+
     def _change(self, table: LabelSource, row: int, delta: int) -> None:
+        if self._sparse:
+            self._sparse.clear()
         n = self.rows.get(row, 0) + delta
         if n:
             self.rows[row] = n
@@ -88,6 +104,7 @@ class PodGroup:
 
     def forget_values(self) -> None:
         self._per_value.clear()
+        self._sparse.clear()
 
 
 def labels_key(pod: PodInfo) -> tuple[str, frozenset[tuple[str, str]]]:

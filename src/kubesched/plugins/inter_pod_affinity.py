@@ -44,7 +44,7 @@ from kubesched.framework.interfaces import (
 from kubesched.framework.status import SKIP, SUCCESS, Status, Verdicts
 from kubesched.plugins.helpers.affinity_counts import (
     KeyCounts,
-    add,
+    Sums,
     any_count,
     at,
     bump_row,
@@ -156,14 +156,13 @@ class InterPodAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
             return _SKIPPED  # nothing to count: no terms here, no pod with terms there
         namespaces: dict[str, Mapping[str, str] | None] = {}
         own = self._namespace(namespaces, pod.namespace) or {}
-        s = FilterState(terms, {}, {}, {}, own, namespaces)
         index = table.pod_index.activate()
+        existing, matched, anti = Sums(), Sums(), Sums()
         # Existing pods' required anti-affinity terms matching the incoming pod, once per group of equal terms.
         for group in index.term_groups():
             for term in pod_terms(group.pod).required_anti_affinity:
                 if term.matches(pod, own):
-                    key = term.topology_key
-                    add(s.existing_anti_affinity, key, group.per_value(table, key))
+                    existing.add(table, term.topology_key, group)
 
         # The incoming pod's required terms matched by existing pods, once per group of equal labels.
         def namespace_of(namespace: str) -> Mapping[str, str] | None:
@@ -174,14 +173,16 @@ class InterPodAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
             for label_set in candidates(index, affinity):
                 for group in matching(affinity, label_set, namespace_of):
                     for t in affinity:
-                        add(s.affinity, t.topology_key, group.per_value(table, t.topology_key))
+                        matched.add(table, t.topology_key, group)
         for t in terms.required_anti_affinity:
             for label_set in candidates(index, (t,)):
                 for group in matching((t,), label_set, namespace_of):
-                    add(s.anti_affinity, t.topology_key, group.per_value(table, t.topology_key))
-        if not any_count(s.existing_anti_affinity) and not affinity and not terms.required_anti_affinity:
+                    anti.add(table, t.topology_key, group)
+        if not existing.touched and not affinity and not terms.required_anti_affinity:
             return PreFilterResult(SKIP)
-        state[self.name] = s
+        state[self.name] = FilterState(
+            terms, matched.result(table), anti.result(table), existing.result(table), own, namespaces
+        )
         return PreFilterResult()
 
     def _count_existing(
@@ -274,16 +275,11 @@ class InterPodAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
             return SKIP  # no preferred terms here, no pod with terms there: every score would be 0
         namespaces: dict[str, Mapping[str, str] | None] = {}
         own = self._namespace(namespaces, pod.namespace) or {}
-        scores: KeyCounts = {}
-        touched = False
+        sums = Sums()
         index = table.pod_index.activate()
 
         def score_with(term: AffinityTerm, group: PodGroup, weight: int) -> None:
-            nonlocal touched
-            counts = group.per_value(table, term.topology_key)
-            if counts.any():
-                touched = True
-                add(scores, term.topology_key, counts, weight)
+            sums.add(table, term.topology_key, group, weight)
 
         def namespace_of(namespace: str) -> Mapping[str, str] | None:
             return self._namespace(namespaces, namespace)
@@ -307,9 +303,9 @@ class InterPodAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
             for w in theirs.preferred_anti_affinity:
                 if w.term.matches(pod, own):
                     score_with(w.term, group, -w.weight)
-        if not touched:
+        if not sums.touched:
             return SKIP
-        state[_SCORE_KEY] = scores
+        state[_SCORE_KEY] = sums.result(table)
         return SUCCESS
 
     def score(self, state: CycleState, pod: PodInfo, nodes: NodeBatch) -> IntColumn:

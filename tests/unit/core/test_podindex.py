@@ -11,6 +11,7 @@ import random
 from collections import Counter
 from typing import Any
 
+import numpy as np
 import pytest
 
 from kubesched.cluster.cache import ClusterCache
@@ -86,6 +87,8 @@ def counted(table: NodeTable, group: PodGroup) -> Counter[tuple[str, str]]:
     for k in KEYS:
         per_value = group.per_value(table, k)
         vocab = table.label_codes(k)[1]
+        codes, pods = group.sparse(table, k)  # the same counts as (code, pods) pairs
+        assert np.bincount(codes, pods, minlength=len(vocab)).astype(np.int64).tolist() == per_value.tolist()
         counts.update({(k, v): int(per_value[c]) for v, c in vocab.items() if per_value[c]})
     return counts
 

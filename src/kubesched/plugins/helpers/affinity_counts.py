@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
 import numpy as np
+import numpy.typing as npt
 
 from kubesched.core.nodetable import IntColumn, NodeTable, Rows
 from kubesched.core.podindex import LabelSet, PodGroup, PodIndex
@@ -26,16 +27,42 @@ NamespaceOf = Callable[[str], Mapping[str, str] | None]
 _NONE: IntColumn = np.zeros(0, dtype=np.int64)
 
 
-def add(into: KeyCounts, key: str, counts: IntColumn, weight: int = 1) -> None:
-    """``into[key] += weight · counts``, the arrays grown to the longer (``counts`` itself is never kept)."""
-    have = into.get(key)
-    if have is None:
-        into[key] = counts * weight
-        return
-    if len(have) < len(counts):
-        have = np.concatenate([have, np.zeros(len(counts) - len(have), dtype=np.int64)])
-    have[: len(counts)] += counts * weight
-    into[key] = have
+class Sums:
+    """Groups' pods per topology value, weighted and summed per key. A group on many of the key's values adds
+    its array of counts; one on few adds its (codes, pods) pairs, summed by one bincount at the end."""
+
+    __slots__ = ("_dense", "_sparse", "touched")
+
+    def __init__(self) -> None:
+        self._dense: KeyCounts = {}
+        self._sparse: dict[str, tuple[list[npt.NDArray[np.int32]], list[IntColumn]]] = {}
+        self.touched = False  # some pod added sits on a node with the key (kube-scheduler's map not empty)
+
+    def add(self, table: NodeTable, key: str, group: PodGroup, weight: int = 1) -> None:
+        vocab = len(table.label_codes(key)[1])
+        if 4 * len(group.rows) >= vocab:
+            counts = group.per_value(table, key)
+            if counts.any():
+                self.touched = True
+                have = self._dense.get(key)
+                self._dense[key] = counts * weight if have is None else have + counts * weight
+            return
+        codes, pods = group.sparse(table, key)
+        if len(codes):
+            self.touched = True
+            into = self._sparse.setdefault(key, ([], []))
+            into[0].append(codes)
+            into[1].append(pods * weight if weight != 1 else pods)
+
+    def result(self, table: NodeTable) -> KeyCounts:
+        """Per key, the sums per value code (as long as the key's vocabulary)."""
+        out = dict(self._dense)
+        for key, (codes, pods) in self._sparse.items():
+            vocab = len(table.label_codes(key)[1])
+            summed = np.bincount(np.concatenate(codes), np.concatenate(pods), minlength=vocab).astype(np.int64)
+            have = out.get(key)
+            out[key] = summed if have is None else summed + have
+        return out
 
 
 def bump_row(into: KeyCounts, table: NodeTable, key: str, row: int, delta: int) -> None:
