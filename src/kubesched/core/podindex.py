@@ -1,10 +1,11 @@
 """The node table's index of its pods for inter-pod affinity: pods grouped once, counted per topology value.
 
 Every pod on the table falls in one `LabelSet` (pods of equal labels, what an affinity term's selector reads
-of an existing pod), in it in the `PodGroup` of its namespace, and every pod with pod (anti)-affinity also in
+of an existing pod), in it in the `PodGroup` of its namespace, and every pod with pod (anti-)affinity also in
 a group of pods of equal terms (equal affinity, and equal namespace if a term defaults to the pod's own). A
 group keeps how many of its pods sit on each row and, for each topology key asked about, how many per value
-of that node label (the value codes of `NodeTable.label_codes`): so a plugin answers an incoming pod with one
+of that node label (the value codes of `NodeTable.label_codes`; for a group on few rows, as (code, pods)
+pairs, `sparse`): so a plugin answers an incoming pod with one
 selector check per label set and one array addition per matching group, instead of a walk over every pod
 (kube-scheduler's per-cycle affinityCounts, antiAffinityCounts and existingAntiAffinityCounts keyed by
 topology pair).
