@@ -13,6 +13,7 @@ from collections.abc import Mapping
 
 import pytest
 
+from kubesched.scheduler.explain.decider import explain_decider
 from kubesched.scheduler.memory import Decision, snapshot_decider
 from kubesched.testing.controlplane import ControlPlane
 from kubesched.testing.differential.generate import Knobs
@@ -33,7 +34,9 @@ def test_kubesched_agrees_with_kube_scheduler(
     report = run(
         control_plane,
         seeds,
-        snapshot_decider({"percentageOfNodesToScore": 100}, kubernetes_version),
+        # kubesched's answer is read from `kubesched explain`'s record of the pod (feasible set, best-scored
+        # nodes, FitError message, nomination, victims): explain is checked against kube-scheduler here.
+        explain_decider({"percentageOfNodesToScore": 100}, kubernetes_version),
         knobs=Knobs(pending=PODS),
         node_cache_capable=node_cache_capable,
     )

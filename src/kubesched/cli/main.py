@@ -12,11 +12,14 @@ from kubesched.cli import (
     certs_cmd,
     config_cmd,
     dev_cluster,
+    explain_cmd,
     extender_cmd,
     helptext,
+    kubectl_plugin_cmd,
     manifests_cmd,
     plugins_cmd,
     scheduler_cmd,
+    simulate_cmd,
     snapshot_cmd,
     webhook_cmd,
 )
@@ -60,6 +63,9 @@ def build_parser() -> argparse.ArgumentParser:
     dev_cluster.register(sub)
     scheduler_cmd.register(sub)
     snapshot_cmd.register(sub)
+    explain_cmd.register(sub)
+    kubectl_plugin_cmd.register(sub)
+    simulate_cmd.register(sub)
     plugins_cmd.register(sub)
     webhook_cmd.register(sub)
     certs_cmd.register(sub)

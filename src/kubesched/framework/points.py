@@ -87,6 +87,21 @@ class ExtensionPoints:
         self._filters = FilterStages(self.filter)
         self._extensions = [p for p in self.pre_filter if isinstance(p, PreFilterExtensions)]  # preemption's
         self._stages = self._filters.stages
+        # kube-scheduler's scheduler_plugin_evaluation_total: the pods (PreFilter, PreScore) or nodes (Filter,
+        # Score) each plugin ran for, by (plugin, point); zero from the start, as upstream registers them.
+        self.evaluations: dict[tuple[str, str], int] = {}
+        for point, every_plugin in (
+            ("PreFilter", self.pre_filter),
+            ("Filter", self.filter),
+            ("PreScore", self.pre_score),
+            ("Score", [p for p, _ in self.score]),
+        ):
+            self.evaluations.update(((p.name, point), 0) for p in every_plugin)
+        # The keys, made once (a tuple built per call would cost more than the count).
+        self._pre_filter_keys = [(p.name, "PreFilter") for p in self.pre_filter]
+        self._filter_keys = {id(p): (p.name, "Filter") for p in self.filter}
+        self._pre_score_keys = [(p.name, "PreScore") for p in self.pre_score]
+        self._score_keys = [(p.name, "Score") for p, _ in self.score]
         # Opportunistic batching needs every plugin that filters or scores to sign pods (as upstream).
         deciders = list(dict.fromkeys([*self.pre_filter, *self.filter, *self.pre_score, *(p for p, _ in self.score)]))
         self.signers: list[SignPlugin] | None = (

@@ -94,8 +94,6 @@ class Framework(ExtensionPoints):
             self.observer.observe(point, plugin.name, *observation(point, plugin.name, node, status))
         return status
 
-    # ---- the queue: PreEnqueue ------------------------------------------------------------------
-
     def run_pre_enqueue(self, pod: PodInfo, timer: Timer | None = None) -> Status:
         """PreEnqueue plugins in order: the first that does not admit the pod, else SUCCESS."""
         for plugin in self.pre_enqueue:
@@ -109,15 +107,10 @@ class Framework(ExtensionPoints):
         plugin = self.queue_sort[0]
         return self._call("QueueSort", plugin, None, pod, None, plugin.sort_key, pod, queued_at)
 
-    # ---- signatures -----------------------------------------------------------------------------
-
     def sign(self, pod: PodInfo, timer: Timer | None = None) -> Hashable | None:
-        """The pod's signature (kube-scheduler's SignPod): None when some plugin cannot sign it.
-
-        Pods with equal signatures get equal verdicts and scores on the same nodes in the same state.
-        What the static signers say is kept with the pod's spec (signed once per ReplicaSet); the
-        dynamic ones (see `SignPlugin.signs_statically`) are asked for every pod.
-        """
+        """The pod's signature (kube-scheduler's SignPod; None: some plugin cannot sign it): equal signatures get
+        equal verdicts and scores. The static signers' part is kept with the pod's spec (signed once per
+        ReplicaSet); the dynamic ones (`SignPlugin.signs_statically`) are asked for every pod."""
         if self.signers is None:
             return None
         cache = pod.cache  # shared by pods of equal spec, labels and namespace: signed once for all
@@ -140,8 +133,6 @@ class Framework(ExtensionPoints):
             fragments.append(part)
         return tuple(fragments)
 
-    # ---- PreFilter / Filter / PostFilter ----------------------------------------------------------
-
     def run_pre_filter(self, state: CycleState, pod: PodInfo, table: NodeTable) -> PreFilterResult:
         """Run PreFilter plugins: a rejection status, or SUCCESS and the node names left (None = all)
         with the plugins that narrowed them."""
@@ -150,8 +141,9 @@ class Framework(ExtensionPoints):
         allowed: frozenset[str] | None = None
         narrowed_by: list[str] = []
         rejected: Status | None = None
-        timer = state.timer
-        for plugin in self.pre_filter:
+        timer, evaluations = state.timer, self.evaluations
+        for plugin, key in zip(self.pre_filter, self._pre_filter_keys, strict=True):
+            evaluations[key] += 1
             result = self._call("PreFilter", plugin, timer, pod, None, plugin.pre_filter, state, pod, table)
             status = result.status
             if status.code not in (Code.SUCCESS, Code.SKIP):  # only answers someone reads carry a name
@@ -211,16 +203,20 @@ class Framework(ExtensionPoints):
         """
         rows = nodes.rows
         batch = nodes
-        timer = state.timer
+        timer, evaluations, keys = state.timer, self.evaluations, self._filter_keys
         for stage in self._stages if self.observer is None else self.filter:
             if not len(rows):
                 break
             if isinstance(stage, tuple):
+                n = len(rows)
+                for static in self._filters.active(stage, state):  # every node entering the stage
+                    evaluations[keys[id(static)]] += n
                 rows = self._filters.run(stage, state, pod, nodes.table, rows, diagnosis, self._call)
                 continue
             plugin: FilterPlugin = stage
             if plugin.name in state.skip_filter:
                 continue
+            evaluations[keys[id(plugin)]] += len(rows)
             if batch.rows is not rows:
                 batch = NodeBatch(nodes.table, rows)
             verdicts = self._call("Filter", plugin, timer, pod, batch, plugin.filter, state, pod, batch)
@@ -245,11 +241,14 @@ class Framework(ExtensionPoints):
         for stage in self._stages if self.observer is None else self.filter:
             if isinstance(stage, tuple):
                 active = self._filters.active(stage, state)
+                for static in active:
+                    self.evaluations[self._filter_keys[id(static)]] += 1
                 if active and self._filters.codes(active, state, pod, table, self._call)[0][row]:
                     return False
                 continue
             if stage.name in state.skip_filter:
                 continue
+            self.evaluations[self._filter_keys[id(stage)]] += 1
             verdicts = self._call("Filter", stage, timer, pod, one, stage.filter, state, pod, one)
             if verdicts.all_passed:
                 continue
@@ -292,11 +291,10 @@ class Framework(ExtensionPoints):
             reasons += status.reasons
         return PostFilterResult(code, tuple(reasons))
 
-    # ---- PreScore / Score -----------------------------------------------------------------------
-
     def run_pre_score(self, state: CycleState, pod: PodInfo, nodes: NodeBatch) -> None:
         timer = state.timer
-        for plugin in self.pre_score:
+        for plugin, key in zip(self.pre_score, self._pre_score_keys, strict=True):
+            self.evaluations[key] += 1
             status = self._call("PreScore", plugin, timer, pod, nodes, plugin.pre_score, state, pod, nodes)
             if status.code == Code.SKIP:
                 state.skip_score.add(plugin.name)
@@ -320,13 +318,14 @@ class Framework(ExtensionPoints):
         """
         timer = state.timer
         if raw is None:
-            skip = state.skip_score
-            raw = [
-                None
-                if skip and plugin.name in skip
-                else self._call("Score", plugin, timer, pod, nodes, plugin.score, state, pod, nodes)
-                for plugin, _ in self.score
-            ]
+            skip, evaluations, n = state.skip_score, self.evaluations, len(nodes)
+            raw = []
+            for (plugin, _), key in zip(self.score, self._score_keys, strict=True):
+                if skip and plugin.name in skip:
+                    raw.append(None)
+                    continue
+                evaluations[key] += n
+                raw.append(self._call("Score", plugin, timer, pod, nodes, plugin.score, state, pod, nodes))
         if not normalize:
             return Scores(raw, [None] * len(raw), np.zeros(len(nodes), dtype=np.int64), 0)
         out: list[IntColumn | None] = []
@@ -363,8 +362,6 @@ class Framework(ExtensionPoints):
         scores = self.run_score(state, pod, nodes)
         return scores.totals, scores.weight_sum
 
-    # ---- Reserve / Unreserve / Permit -----------------------------------------------------------
-
     def run_reserve(self, state: CycleState, pod: PodInfo, node: str) -> Status:
         """Reserve plugins in order: the first failure (the caller then runs `run_unreserve`), else SUCCESS."""
         for plugin in self.reserve:
@@ -392,8 +389,6 @@ class Framework(ExtensionPoints):
             elif not status.ok:
                 return status.with_plugin(plugin.name), waits
         return (Status(Code.WAIT) if waits else SUCCESS), waits
-
-    # ---- PreBind / Bind / PostBind --------------------------------------------------------------
 
     def run_pre_bind_pre_flight(self, state: CycleState, pod: PodInfo, node: str) -> bool:
         """Whether some PreBind plugin has work for this pod (upstream's PreBindPreFlight; one that raises:

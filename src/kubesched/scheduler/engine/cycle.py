@@ -34,7 +34,7 @@ from kubesched.framework.interfaces import CycleState, NodeBatch, PreFilterResul
 from kubesched.framework.runtime import Framework
 from kubesched.framework.status import Code, Status
 from kubesched.scheduler.engine import search
-from kubesched.scheduler.engine.batch import OpportunisticBatch
+from kubesched.scheduler.engine.batch import BatchTiming, OpportunisticBatch
 from kubesched.scheduler.engine.decision import Decision, Rejection
 from kubesched.scheduler.engine.extenders import ExtenderError, Extenders, NoExtenders
 from kubesched.scheduler.engine.nominator import Nominator
@@ -106,8 +106,13 @@ class Cycle:
         now: Callable[[], float] = time.monotonic,
         record: Callable[[tuple[str, Code, str], float], None] | None = None,
         record_plugin: Callable[[str, str, Code, float], None] | None = None,
+        algorithm: Callable[[float], None] | None = None,
+        batch_timing: BatchTiming | None = None,
     ) -> None:
         self.cache = cache
+        # The decision's seconds (filter, score, PostFilter): scheduler_scheduling_algorithm_duration_seconds.
+        self.algorithm = algorithm
+        self.batch_timing = batch_timing
         self.extenders: Extenders = extenders if extenders is not None else NoExtenders()
         self.nominator = nominator if nominator is not None else Nominator()
         self.percentage = percentage_of_nodes_to_score
@@ -132,7 +137,9 @@ class Cycle:
             return None  # never with extenders, as upstream
         entry = self._batches.get(profile.name)
         if entry is None or entry[0] is not profile:
-            batch = OpportunisticBatch(self.now, np.random.default_rng(self.rng.getrandbits(64)))
+            batch = OpportunisticBatch(self.now, np.random.default_rng(self.rng.getrandbits(64)), profile=profile.name)
+            if self.batch_timing is not None:
+                batch.timing = self.batch_timing
             self._batches[profile.name] = entry = (profile, batch)
         return entry[1]
 
@@ -152,8 +159,13 @@ class Cycle:
         at.state.timer = self._sample  # the binding cycle (same state) is sampled with it, as upstream
         # Every plugin's exception becomes this pod's Error status (FrameworkError, logged with its
         # traceback where it is caught): the scheduler never ends for a plugin's bug.
+        began = time.perf_counter()
         try:
-            found = await self._decide(profile, at)
+            try:
+                found = await self._decide(profile, at)
+            finally:  # the decision's seconds (filter, score, PostFilter), whatever it came to
+                if self.algorithm is not None:
+                    self.algorithm(time.perf_counter() - began)
             if isinstance(found, Rejection):
                 return found
             return self._reserve_and_permit(profile.framework, at, found)
