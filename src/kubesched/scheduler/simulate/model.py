@@ -20,7 +20,7 @@ class Usage(msgspec.Struct, rename="camel", frozen=True):
     allocatable: int
 
 
-class NodeState(msgspec.Struct, rename="camel", omit_defaults=True):
+class NodeState(msgspec.Struct, rename="camel"):
     """One node after a step: its zone (label topology.kubernetes.io/zone), cordoned or not, how many pods it
     runs, and per resource (cpu, memory and each extended resource it has or is asked for) its usage."""
 
@@ -31,7 +31,7 @@ class NodeState(msgspec.Struct, rename="camel", omit_defaults=True):
     resources: dict[str, Usage] = msgspec.field(default_factory=dict)
 
 
-class Preemption(msgspec.Struct, rename="camel", omit_defaults=True, frozen=True):
+class Preemption(msgspec.Struct, rename="camel", frozen=True):
     """A pod evicted by preemption: the victim, the pod it made room for and the node."""
 
     victim: str
@@ -39,7 +39,7 @@ class Preemption(msgspec.Struct, rename="camel", omit_defaults=True, frozen=True
     node: str = ""
 
 
-class PodDecision(msgspec.Struct, rename="camel", omit_defaults=True):
+class PodDecision(msgspec.Struct, rename="camel"):
     """One pod the step scheduled or tried to: the node it is bound to, or kube-scheduler's FailedScheduling
     message (``message``) and the node preemption nominated for it."""
 
@@ -111,7 +111,7 @@ class Run(msgspec.Struct, rename="camel", kw_only=True):
     final: list[PodDecision] = msgspec.field(default_factory=list)  # every scenario pod's end state (records on)
 
 
-class PodDifference(msgspec.Struct, rename="camel", omit_defaults=True):
+class PodDifference(msgspec.Struct, rename="camel"):
     """A pod whose end state differs between the runs: its node (None: pending) and message under each."""
 
     pod: str

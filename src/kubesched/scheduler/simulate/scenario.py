@@ -279,6 +279,7 @@ class _Parser:
             self.fail(
                 child(path, "count"), f"the scenario adds {self.total_nodes} nodes, over the limit {MAX_TOTAL_NODES}"
             )
+        used = self.used(m.get("used"), child(path, "used"))
         at = child(path, "template")
         raw = m.get("template")
         if not isinstance(raw, dict):
@@ -304,7 +305,7 @@ class _Parser:
         if not isinstance(zones, list) or not all(isinstance(z, str) and z for z in zones) or len(zones) > 1000:
             self.fail(child(path, "zones"), "must be a list of at most 1000 zone names")
             zones = []
-        return AddNodes(count, prefix, template, tuple(zones), self.used(m.get("used"), child(path, "used")))
+        return AddNodes(count, prefix, template, tuple(zones), used)
 
     def used(self, value: object, path: str) -> dict[str, float]:
         if value is None:
