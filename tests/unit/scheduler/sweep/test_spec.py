@@ -144,9 +144,9 @@ def test_hostile_documents(tmp_path: Path) -> None:
     with pytest.raises(SweepError) as err:
         read_sweep(path)
     assert "recursive" in str(err.value) or "alias" in str(err.value)
+    names = "abcdefghij"
     lol = "a: &a [x, x, x, x, x, x, x, x, x, x]\n" + "".join(
-        f"{chr(98 + i)}: &{chr(98 + i)} [*{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}]\n"
-        for i in range(9)
+        f"{n}: &{n} [{', '.join([f'*{p}'] * 10)}]\n" for p, n in zip(names, names[1:], strict=False)
     )
     path.write_text(lol)
     with pytest.raises(SweepError) as err:
