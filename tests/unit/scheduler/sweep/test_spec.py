@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 from typing import Any
 
@@ -146,7 +147,7 @@ def test_hostile_documents(tmp_path: Path) -> None:
     assert "recursive" in str(err.value) or "alias" in str(err.value)
     names = "abcdefghij"
     lol = "a: &a [x, x, x, x, x, x, x, x, x, x]\n" + "".join(
-        f"{n}: &{n} [{', '.join([f'*{p}'] * 10)}]\n" for p, n in zip(names, names[1:], strict=False)
+        f"{n}: &{n} [{', '.join([f'*{p}'] * 10)}]\n" for p, n in itertools.pairwise(names)
     )
     path.write_text(lol)
     with pytest.raises(SweepError) as err:
