@@ -32,6 +32,8 @@ def _run(run: Run, lines: list[str]) -> None:
             add(f"    preempted: {p.victim} for {p.preemptor} on {p.node}")
         if len(step.preemptions) > MAX_LISTED:
             add(f"    … {len(step.preemptions) - MAX_LISTED} more preemption(s)")
+    for note in run.notes:
+        add(f"  note: {note}")
     pending: dict[str, list[str]] = {}
     for d in run.final:
         if d.node is None:
