@@ -250,15 +250,24 @@ def _axes(raw: object, bad: Any) -> list[Axis]:
                 bad(at, "must be a plugin name")
                 continue
             points: list[Point] = []
-            for i, v in enumerate(_values(values, at, bad)):
+            named = kind == "pluginArgs" and isinstance(values, dict)  # {NAME: args, ...}: shown by name
+            if named and len(values) > MAX_VALUES:
+                bad(at, f"{len(values)} values; an axis is limited to {MAX_VALUES}")
+                continue
+            listed = list(values.values()) if named else _values(values, at, bad)
+            names = [str(k) for k in values] if named else [_short(v) for v in listed]
+            for i, v in enumerate(listed):
                 if kind == "weights":
                     if not isinstance(v, int) or isinstance(v, bool) or not 1 <= v <= MAX_WEIGHT:
                         bad(index(at, i), f"must be an integer weight from 1 to {MAX_WEIGHT}, not {v!r}")
                     points.append((str(v), (kind, plugin, v)))
                 else:
                     if not isinstance(v, dict):
-                        bad(index(at, i), f"must be the plugin's args (a mapping), not {_kind(v)}")
-                    points.append((_short(v), (kind, plugin, v)))
+                        where = child(at, names[i]) if named else index(at, i)
+                        bad(where, f"must be the plugin's args (a mapping), not {_kind(v)}")
+                    points.append((names[i], (kind, plugin, v)))
+            if named and not values:
+                bad(at, "must be a non-empty list of args, or a mapping of a name to args")
             if points:
                 out.append((f"{plugin}" if kind == "weights" else f"{plugin}.args", points))
     pct = raw.get("percentageOfNodesToScore")
@@ -331,10 +340,15 @@ def _objective(raw: object, bad: Any) -> Objective | None:
                 f"unknown metric {m!r} (known: {', '.join(BASE_METRICS)}, RESOURCE.p50|p99|mean|max|spread|"
                 "stranded|partiallyUsedNodes|largestFree|free, e.g. cpu.spread, nvidia.com/gpu.stranded)",
             )
+    if not terms:
+        return None
     if isinstance(what, str):
         text = f"{direction} {what}"
     else:
-        text = f"{direction} " + " + ".join(f"{w:g}×{m}" for m, w in terms)
+        text = f"{direction} " + " ".join(
+            f"{'-' if w < 0 else '+' if i else ''}{' ' if i or w < 0 else ''}{abs(w):g}×{m}"
+            for i, (m, w) in enumerate(terms)
+        ).replace("- ", "-", 1 if terms[0][1] < 0 else 0)
     return Objective(tuple((m, sign * w) for m, w in terms), text)
 
 

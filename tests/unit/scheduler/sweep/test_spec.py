@@ -164,3 +164,15 @@ def test_hostile_documents(tmp_path: Path) -> None:
         read_sweep(path)
     with pytest.raises(SweepError, match="cannot read"):
         read_sweep(tmp_path / "absent.yaml")
+
+
+def test_plugin_args_may_be_named(tmp_path: Path) -> None:
+    named = {"pack": {"scoringStrategy": {"type": "MostAllocated"}}, "spread": {}}
+    sweep = parse(doc(axes={"pluginArgs": {"NodeResourcesFit": named}}), tmp_path / "s.yaml")
+    assert [c.label for c in sweep.configurations] == ["NodeResourcesFit.args=pack", "NodeResourcesFit.args=spread"]
+    found = problems(doc(axes={"pluginArgs": {"NodeResourcesFit": {"pack": "MostAllocated"}}}), tmp_path)
+    assert found == ["axes.pluginArgs.NodeResourcesFit.pack: must be the plugin's args (a mapping), not a string"]
+    found = problems(doc(axes={"pluginArgs": {"NodeResourcesFit": {}}}), tmp_path)
+    assert found == [
+        "axes.pluginArgs.NodeResourcesFit: must be a non-empty list of args, or a mapping of a name to args"
+    ]
