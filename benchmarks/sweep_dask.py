@@ -5,8 +5,8 @@ The cells: N generated nodes (16 cpu / 64Gi, three zones) and a Deployment of P 
 scenario. "Serial" runs the cells in this process (`simulate --sweep --workers 1`); "Dask" submits them to a
 LocalCluster of 2 worker processes started beforehand (an existing cluster, as `--dask ADDRESS`), timed
 from the first submission (files scattered included) to the last result; "local pool" is the default
-engine (2 spawned processes, their start included). The three alternate within each repetition so the
-shared machine's swings fall on all of them; the tables of all runs must be equal.
+engine (2 spawned processes, their start included). The three take turns, their order rotating from one
+repetition to the next, so the shared machine's swings fall on all of them; the tables of all runs must be equal.
 
 Run: .venv/bin/python benchmarks/sweep_dask.py [--nodes 300] [--pods 1500] [--repeat 3]
 """
@@ -101,8 +101,9 @@ def main() -> int:
         }
         tables = []
         with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
-            for _ in range(args.repeat):
-                for label in times:
+            labels = list(times)
+            for rep in range(args.repeat):
+                for label in labels[rep % 3 :] + labels[: rep % 3]:  # the order rotates: swings fall on all
                     start = time.perf_counter()
                     if label.startswith("serial"):
                         results = run_serial(prepared)
@@ -111,6 +112,10 @@ def main() -> int:
                     else:
                         results = asyncio.run(run_local(prepared, workers=2))
                     times[label].append(time.perf_counter() - start)
+                    load = os.getloadavg()[0]
+                    print(
+                        f"  run {rep + 1}  {label:<28} {times[label][-1]:7.2f} s   load average {load:.1f}", flush=True
+                    )
                     result = rank(sweep, ordered(prepared, results), engine=label, kubernetes_version="")
                     tables.append([(r.rank, r.id, r.objective, r.metrics) for r in result.configurations])
         assert all(t == tables[0] for t in tables), "the engines' tables differ"
