@@ -6,7 +6,9 @@ scenario. "Serial" runs the cells in this process (`simulate --sweep --workers 1
 LocalCluster of 2 worker processes started beforehand (an existing cluster, as `--dask ADDRESS`), timed
 from the first submission (files scattered included) to the last result; "local pool" is the default
 engine (2 spawned processes, their start included). The three take turns, their order rotating from one
-repetition to the next, so the shared machine's swings fall on all of them; the tables of all runs must be equal.
+repetition to the next, so the shared machine's swings fall on all of them; the tables of all runs must be equal. "Cells running at once" is
+the cells' own seconds summed over the wall time: how well an engine keeps its workers busy, whatever share
+of the CPUs the machine's other work leaves them.
 
 Run: .venv/bin/python benchmarks/sweep_dask.py [--nodes 300] [--pods 1500] [--repeat 3]
 """
@@ -23,7 +25,6 @@ import time
 from pathlib import Path
 
 import yaml
-from distributed import LocalCluster
 
 from kubesched.scheduler.sweep.execute import Prepared, ordered, prepare, run_dask, run_local, run_serial
 from kubesched.scheduler.sweep.rank import rank
@@ -90,10 +91,13 @@ def main() -> int:
     ap.add_argument("--pods", type=int, default=1500)
     ap.add_argument("--repeat", type=int, default=3)
     args = ap.parse_args()
+    from distributed import LocalCluster  # here, not at the top: the local pool's spawned processes import this file
+
     with tempfile.TemporaryDirectory() as tmp:
         sweep = read_sweep(files(Path(tmp), args.nodes, args.pods))
         prepared: Prepared = prepare(sweep)
         assert len(prepared.cells) == 16
+        busy: dict[str, list[float]] = {}  # the cells' own seconds over the wall time: how many ran at once
         times: dict[str, list[float]] = {
             "serial (this process)": [],
             "Dask LocalCluster, 2 workers": [],
@@ -112,6 +116,7 @@ def main() -> int:
                     else:
                         results = asyncio.run(run_local(prepared, workers=2))
                     times[label].append(time.perf_counter() - start)
+                    busy.setdefault(label, []).append(sum(r.seconds for r in results.values()) / times[label][-1])
                     load = os.getloadavg()[0]
                     print(
                         f"  run {rep + 1}  {label:<28} {times[label][-1]:7.2f} s   load average {load:.1f}", flush=True
@@ -125,11 +130,12 @@ def main() -> int:
             f"16 cells ({args.nodes} nodes, {args.pods} pods each; a cell's median {cell:.2f} s), "
             f"{os.cpu_count()} CPUs, median of {args.repeat}; Python {sys.version.split()[0]}"
         )
-        print("| engine | wall time (s) | speed-up over serial |")
-        print("|---|---:|---:|")
+        print("| engine | wall time (s), median (each run) | speed-up over serial | cells running at once |")
+        print("|---|---:|---:|---:|")
         for label, ts in times.items():
             med = statistics.median(ts)
-            print(f"| {label} | {med:.2f} ({', '.join(f'{t:.2f}' for t in ts)}) | {base / med:.2f}× |")
+            runs = ", ".join(f"{t:.2f}" for t in ts)
+            print(f"| {label} | {med:.2f} ({runs}) | {base / med:.2f}× | {statistics.median(busy[label]):.2f} |")
     return 0
 
 

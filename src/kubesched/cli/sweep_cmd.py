@@ -66,6 +66,10 @@ def sweep_flags_alone(args: argparse.Namespace) -> None:
 def run_sweep(args: argparse.Namespace) -> int:
     if args.scenario is not None or args.compare is not None or args.config is not None:
         raise CLIError("--sweep FILE names its scenarios and configurations: drop --scenario, --config and --compare")
+    if args.seed != 0 or args.feature_gates or args.no_records:
+        raise CLIError(
+            "--sweep FILE names its seed (field seed); --seed, --feature-gates and --no-records are for one simulation"
+        )
     if args.workers < 0 or args.workers > 1024:
         raise CLIError(f"--workers: must be from 0 to 1024, not {args.workers}")
     if args.dask is not None and args.workers:

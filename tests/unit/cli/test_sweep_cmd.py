@@ -47,6 +47,7 @@ def test_the_example_sweep_in_one_process(capsys: pytest.CaptureFixture[str], tm
         (["--sweep", SWEEP, "--scenario", "x"], "--sweep FILE names its scenarios and configurations"),
         (["--sweep", SWEEP, "--cluster", "x"], "--sweep FILE names its cluster file (field cluster)"),
         (["--sweep", SWEEP, "--workers", "-1"], "--workers: must be from 0 to 1024"),
+        (["--sweep", SWEEP, "--seed", "3"], "--sweep FILE names its seed (field seed)"),
         (["--sweep", SWEEP, "--workers", "2", "--dask", "tcp://x:1"], "--workers is for local processes"),
         (["--sweep", "/nonexistent/sweep.yaml"], "/nonexistent/sweep.yaml: cannot read"),
     ],
