@@ -6,11 +6,11 @@ scenario. "Serial" runs the cells in this process (`simulate --sweep --workers 1
 LocalCluster of 2 worker processes started beforehand (an existing cluster, as `--dask ADDRESS`), timed
 from the first submission (files scattered included) to the last result; "local pool" is the default
 engine (2 spawned processes, their start included). The three take turns, their order rotating from one
-repetition to the next, so the shared machine's swings fall on all of them; the tables of all runs must be equal. "Cells running at once" is
-the cells' own seconds summed over the wall time: how well an engine keeps its workers busy, whatever share
-of the CPUs the machine's other work leaves them.
+repetition to the next, so the shared machine's swings fall on all of them; the tables of all runs must be
+equal. "Cells running at once" is the cells' own seconds summed over the wall time: how well an engine keeps
+its workers busy, whatever share of the CPUs the machine's other work leaves them.
 
-Run: .venv/bin/python benchmarks/sweep_dask.py [--nodes 300] [--pods 1500] [--repeat 3]
+Run: .venv/bin/python benchmarks/sweep_dask.py [--nodes 150] [--pods 600] [--repeat 3]
 """
 
 from __future__ import annotations
@@ -87,8 +87,8 @@ def files(where: Path, nodes: int, pods: int) -> Path:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--nodes", type=int, default=300)
-    ap.add_argument("--pods", type=int, default=1500)
+    ap.add_argument("--nodes", type=int, default=150)
+    ap.add_argument("--pods", type=int, default=600)
     ap.add_argument("--repeat", type=int, default=3)
     args = ap.parse_args()
     from distributed import LocalCluster  # here, not at the top: the local pool's spawned processes import this file
