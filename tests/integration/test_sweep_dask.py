@@ -11,6 +11,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -90,6 +91,13 @@ def test_a_worker_killed_mid_sweep_every_cell_once_ranking_unchanged(tmp_path: P
         while len(now := admin.run(os.getpid)) < 2 and time.monotonic() < deadline:
             time.sleep(0.2)
     assert victim not in now.values()  # it was killed (its nanny started a new one)
+    # Dask sent the cells the dead worker held to the other one again: those were computed twice, kept once.
+    started = Counter(
+        str(t.key)
+        for t in cluster.scheduler.transition_log
+        if t.finish == "processing" and "kubesched-sweep-" in str(t.key)
+    )
+    assert len(started) == 12 and max(started.values()) >= 2, started
     got = rank(sweep, ordered(prepared, results), engine="dask", kubernetes_version="v")
     assert table_of(got) == table_of(baseline)
     assert [r.id for r in got.cells] == [c.id for c in prepared.cells]
