@@ -44,6 +44,8 @@ Examples:
   kubesched simulate --cluster examples/cluster.yaml --scenario examples/scenario.yaml
   kubesched simulate --cluster examples/cluster.yaml --scenario examples/scenario.yaml \\
       --compare examples/scheduler-config.yaml -o json
+  kubesched simulate --sweep examples/sweep.yaml              # a grid of configurations, ranked (local processes)
+  kubesched simulate --sweep examples/sweep.yaml --dask tcp://dask-scheduler:8786 --report sweep.html
 """
 
 
