@@ -28,6 +28,7 @@ from kubesched.config.profiles import (
 )
 from kubesched.errors import CLIError, ConfigurationError, FieldError
 from kubesched.framework.interfaces import Handle
+from kubesched.scheduler.decisions import DEFAULT_RECORDS
 from kubesched.scheduler.engine.queue import ManualClock
 from kubesched.scheduler.engine.scheduler import Scheduler
 from kubesched.scheduler.engine.state import Placement
@@ -96,6 +97,14 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "--leader-elect-resource-namespace", metavar="NS", help="the Lease's namespace (default kube-system)"
     )
     run.add_argument("--reload-interval", type=float, default=2.0, help="seconds between checks of --config")
+    run.add_argument(
+        "--decision-records",
+        type=int,
+        default=DEFAULT_RECORDS,
+        metavar="N",
+        help=f"keep the last decision of N pods, served on --listen at /debug/decisions/NAMESPACE/NAME for "
+        f"`kubesched explain --scheduler` (default {DEFAULT_RECORDS}; about 0.5 kB each; 0: keep none)",
+    )
     add_plugins_from_flag(run, "the config's pluginModules (at start and on every reload)")
     run.add_argument(
         "--feature-gates",
@@ -254,6 +263,8 @@ def feature_gates(text: str) -> dict[str, bool]:
 def run_scheduler(args: argparse.Namespace) -> int:
     if args.reload_interval <= 0:
         raise CLIError("--reload-interval: must be positive")
+    if args.decision_records < 0:
+        raise CLIError(f"--decision-records: {args.decision_records} must be 0 or more")
     args.gates = feature_gates(args.feature_gates)
     kube_version.selected(args)  # an unsupported --kubernetes-version stops here, before anything
     if args.config is not None and not args.config.is_file():
@@ -313,6 +324,7 @@ def run_live(args: argparse.Namespace, config: SchedulerConfiguration) -> int:
         args.reload_interval,
         batching=args.gates["OpportunisticBatching"],
         release=release,
+        decision_records=args.decision_records,
     )
     try:
         import uvloop

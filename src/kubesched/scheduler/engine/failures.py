@@ -106,6 +106,8 @@ class Failures(SchedulerState):
         pod, node = out.pod, out.node or ""
         self.metrics.attempt("scheduled", profile, time.perf_counter() - out.started)
         self.metrics.scheduled(entry.attempts, self.queue.clock.now() - entry.first_queued_at)
+        if entry.flushed:
+            self.metrics.after_flush.inc()
         self.placements[pod.key] = Placement(pod.key, node, None)
         log.log(V2, "Successfully bound pod to node", extra={"pod": pod.key, "node": node, "profile": profile})
         self.cluster.scheduled(pod, node, profile)
