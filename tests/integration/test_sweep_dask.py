@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import dask
 import pytest
 import yaml
 from distributed import Client, LocalCluster
@@ -131,3 +132,27 @@ def test_an_address_nobody_answers_is_one_clear_error(tmp_path: Path) -> None:
     sweep = read_sweep(write_sweep(tmp_path))
     with pytest.raises(DaskUnavailable, match=r"--dask tcp://127.0.0.1:9: no Dask scheduler answers"):
         asyncio.run(run_dask(prepare(sweep), "tcp://127.0.0.1:9", connect_timeout=2))
+
+
+def test_a_cell_whose_workers_keep_dying_is_one_clear_error(tmp_path: Path) -> None:
+    sweep = read_sweep(write_sweep(tmp_path))
+    with (
+        dask.config.set({"distributed.scheduler.allowed-failures": 0}),
+        LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster,
+    ):
+        with Client(cluster) as admin:
+            pids: dict[str, int] = admin.run(os.getpid)
+        killed: list[int] = []
+
+        def on_result(result: CellResult) -> None:
+            if not killed:  # the other worker is in a cell: with no failure allowed, that cell is lost
+                victim = next(pid for pid in pids.values() if not result.worker.endswith(f":{pid}"))
+                os.kill(victim, signal.SIGKILL)
+                killed.append(victim)
+
+        with pytest.raises(
+            DaskUnavailable,
+            match=r"^cell s0/c\d+: the Dask workers running it died more often than the scheduler allows .* done$",
+        ):
+            asyncio.run(run_dask(prepare(sweep, delay=0.6), cluster.scheduler_address, on_result))
+        assert len(killed) == 1

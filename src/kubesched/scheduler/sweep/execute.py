@@ -126,7 +126,8 @@ async def run_dask(
     """Every cell on the Dask cluster whose scheduler is at ``address`` (tcp://host:8786): the files are sent
     to the workers once (scattered, broadcast), each cell is one task keyed by its id."""
     try:
-        from distributed import Client, as_completed
+        from distributed import Client, KilledWorker, as_completed
+        from distributed.comm.core import CommClosedError
     except ImportError:
         raise DaskUnavailable("--dask needs the optional extra: pip install 'kubesched[dask]'") from None
     try:
@@ -137,12 +138,20 @@ async def run_dask(
     try:
         files = await client.scatter(prepared.files, broadcast=True, hash=False)
         token = os.urandom(6).hex()  # this run's keys: a cluster shared by several sweeps keeps them apart
-        futures = [
-            client.submit(run_cell, cell, files, key=f"kubesched-sweep-{token}-{cell.id}", pure=False)
+        futures = {
+            client.submit(run_cell, cell, files, key=f"kubesched-sweep-{token}-{cell.id}", pure=False): cell.id
             for cell in prepared.cells
-        ]
+        }
         async for future in as_completed(futures):  # type: ignore[no-untyped-call]
-            _keep(results, await future, on_result)
+            try:
+                _keep(results, await future, on_result)
+            except KilledWorker:
+                raise DaskUnavailable(
+                    f"cell {futures[future]}: the Dask workers running it died more often than the scheduler allows "
+                    f"(distributed.scheduler.allowed-failures); {len(results)} of {len(futures)} cells done"
+                ) from None
+    except (CommClosedError, OSError) as err:
+        raise DaskUnavailable(f"--dask {address}: lost the Dask scheduler: {err}") from None
     finally:
         await client.close()
     return results
