@@ -11,7 +11,7 @@ from pathlib import Path
 
 import msgspec
 
-from kubesched.cli import kube_version
+from kubesched.cli import kube_version, sweep_cmd
 from kubesched.cli.plugins_cmd import add_plugins_from_flag, image_only
 from kubesched.cli.scheduler_cmd import FEATURE_GATES, builder, config_problem, feature_gates, read_config
 from kubesched.cluster.defaulting import DefaultingError
@@ -44,6 +44,8 @@ Examples:
   kubesched simulate --cluster examples/cluster.yaml --scenario examples/scenario.yaml
   kubesched simulate --cluster examples/cluster.yaml --scenario examples/scenario.yaml \\
       --compare examples/scheduler-config.yaml -o json
+  kubesched simulate --sweep examples/sweep.yaml              # a grid of configurations, ranked (local processes)
+  kubesched simulate --sweep examples/sweep.yaml --dask tcp://dask-scheduler:8786 --report sweep.html
 """
 
 
@@ -55,8 +57,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    cmd.add_argument("--cluster", type=Path, metavar="FILE", required=True, help="a cluster file (nodes, pods, …)")
-    cmd.add_argument("--scenario", type=Path, metavar="FILE", required=True, help="the scenario (docs/simulate.md)")
+    cmd.add_argument("--cluster", type=Path, metavar="FILE", help="a cluster file (nodes, pods, …)")
+    cmd.add_argument("--scenario", type=Path, metavar="FILE", help="the scenario (docs/simulate.md)")
     cmd.add_argument("--config", type=Path, help="KubeSchedulerConfiguration A (default: kube-scheduler's defaults)")
     cmd.add_argument("--compare", type=Path, metavar="B", help="a second configuration, compared with A")
     cmd.add_argument("--seed", type=int, default=0, help="seed of the tie-breaks between equal nodes (default 0)")
@@ -74,6 +76,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     kube_version.add_flag(cmd)
     add_plugins_from_flag(cmd, "the configurations' pluginModules")
+    sweep_cmd.add_flags(cmd)
     cmd.set_defaults(func=run_simulate)
 
 
@@ -90,6 +93,11 @@ def _build(path: Path | None, args: argparse.Namespace, flag: str) -> tuple[str,
 
 
 def run_simulate(args: argparse.Namespace) -> int:
+    if args.sweep is not None:
+        return sweep_cmd.run_sweep(args)
+    sweep_cmd.sweep_flags_alone(args)
+    if args.cluster is None or args.scenario is None:
+        raise CLIError("--cluster FILE and --scenario FILE are required (or --sweep FILE)")
     logging.basicConfig(level=logging.WARNING, format="kubesched: %(levelname)s: %(message)s")
     release = kube_version.release(args)
     gates = feature_gates(args.feature_gates)
