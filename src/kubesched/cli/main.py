@@ -18,6 +18,7 @@ from kubesched.cli import (
     manifests_cmd,
     plugins_cmd,
     scheduler_cmd,
+    simulate_cmd,
     snapshot_cmd,
     webhook_cmd,
 )
@@ -62,6 +63,7 @@ def build_parser() -> argparse.ArgumentParser:
     scheduler_cmd.register(sub)
     snapshot_cmd.register(sub)
     explain_cmd.register(sub)
+    simulate_cmd.register(sub)
     plugins_cmd.register(sub)
     webhook_cmd.register(sub)
     certs_cmd.register(sub)
