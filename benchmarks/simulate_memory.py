@@ -60,22 +60,25 @@ def main() -> None:
         "simulate, records on": lambda: simulate(found, True),
     }
     times: dict[str, list[float]] = {name: [] for name in sides}
-    print(f"{'run':>3}  {'side':<26} {'nodes':>6} {'pods':>6} {'placed':>7} {'wall s':>7}")
+    cpus: dict[str, list[float]] = {name: [] for name in sides}
+    print(f"{'run':>3}  {'side':<26} {'nodes':>6} {'pods':>6} {'placed':>7} {'wall s':>7} {'CPU s':>7}")
+    names = list(sides)
     for i in range(args.repeat):
-        for name, side in sides.items():
+        for name in names[i % len(names) :] + names[: i % len(names)]:  # each side in each position in turn
             gc.collect()
-            t = time.perf_counter()
-            placed = asyncio.run(side())
-            t = time.perf_counter() - t
+            t, c = time.perf_counter(), time.process_time()
+            placed = asyncio.run(sides[name]())
+            t, c = time.perf_counter() - t, time.process_time() - c
             times[name].append(t)
-            print(f"{i + 1:>3}  {name:<26} {args.nodes:>6} {args.pods:>6} {placed:>7} {t:>7.2f}")
-    base = statistics.median(times["scheduler run --cluster"])
+            cpus[name].append(c)
+            print(f"{i + 1:>3}  {name:<26} {args.nodes:>6} {args.pods:>6} {placed:>7} {t:>7.2f} {c:>7.2f}")
+    base, base_cpu = statistics.median(times[names[0]]), statistics.median(cpus[names[0]])
     print()
-    print("| side | wall s (median) | × scheduler run --cluster |")
-    print("|---|---|---|")
-    for name, ts in times.items():
-        med = statistics.median(ts)
-        print(f"| {name} | {med:.2f} | {med / base:.2f} |")
+    print("| side | wall s (median) | × | CPU s (median) | × |")
+    print("|---|---|---|---|---|")
+    for name in names:
+        med, cpu = statistics.median(times[name]), statistics.median(cpus[name])
+        print(f"| {name} | {med:.2f} | {med / base:.2f} | {cpu:.2f} | {cpu / base_cpu:.2f} |")
 
 
 if __name__ == "__main__":

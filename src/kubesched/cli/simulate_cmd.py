@@ -20,7 +20,8 @@ from kubesched.errors import CLIError, ConfigurationError
 from kubesched.framework.guard import FrameworkError
 from kubesched.framework.interfaces import Handle
 from kubesched.scheduler.engine.built import Built
-from kubesched.scheduler.simulate.play import Options, SimulationError, simulate
+from kubesched.scheduler.simulate.actions import SimulationError
+from kubesched.scheduler.simulate.play import Options, simulate
 from kubesched.scheduler.simulate.render import text
 from kubesched.scheduler.simulate.scenario import ScenarioError, read_scenario
 

@@ -32,11 +32,13 @@ class NodeState(msgspec.Struct, rename="camel"):
 
 
 class Preemption(msgspec.Struct, rename="camel", frozen=True):
-    """A pod evicted by preemption: the victim, the pod it made room for and the node."""
+    """A pod evicted by preemption: the victim, the pod it made room for and the node; ``message``: the
+    preemptor's FailedScheduling message of the step's attempt that nominated the node (kube-scheduler's)."""
 
     victim: str
     preemptor: str = ""
     node: str = ""
+    message: str = ""
 
 
 class PodDecision(msgspec.Struct, rename="camel"):
@@ -109,6 +111,7 @@ class Run(msgspec.Struct, rename="camel", kw_only=True):
     initial_aggregate: Aggregate | None = None
     steps: list[StepResult] = msgspec.field(default_factory=list)
     final: list[PodDecision] = msgspec.field(default_factory=list)  # every scenario pod's end state (records on)
+    notes: list[str] = msgspec.field(default_factory=list)  # e.g. records stopped at their bound
 
 
 class PodDifference(msgspec.Struct, rename="camel"):

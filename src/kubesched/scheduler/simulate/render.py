@@ -3,8 +3,6 @@
 
 from __future__ import annotations
 
-from collections import Counter
-
 from kubesched.scheduler.simulate.model import Aggregate, Run, Simulation
 
 MAX_LISTED = 20  # pending reasons and differing pods listed in text; -o json has every one
@@ -34,11 +32,17 @@ def _run(run: Run, lines: list[str]) -> None:
             add(f"    preempted: {p.victim} for {p.preemptor} on {p.node}")
         if len(step.preemptions) > MAX_LISTED:
             add(f"    … {len(step.preemptions) - MAX_LISTED} more preemption(s)")
-    pending = Counter(d.message for d in run.final if d.node is None)
+    for note in run.notes:
+        add(f"  note: {note}")
+    pending: dict[str, list[str]] = {}
+    for d in run.final:
+        if d.node is None:
+            pending.setdefault(d.message, []).append(d.pod)
     if pending:
         add("  pending at the end, by reason:")
-        for message, n in pending.most_common(MAX_LISTED):
-            add(f"    {n} pod(s): {message}")
+        for message, pods in sorted(pending.items(), key=lambda kv: -len(kv[1]))[:MAX_LISTED]:
+            names = ", ".join(pods[:5]) + (", …" if len(pods) > 5 else "")
+            add(f"    {len(pods)} pod(s) ({names}): {message}")
 
 
 def text(sim: Simulation) -> str:

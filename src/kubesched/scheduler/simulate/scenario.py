@@ -27,7 +27,7 @@ MAX_FILE_BYTES = yamlin.MAX_BYTES  # 4 MiB: a scenario is generators, not object
 MAX_STEPS = 1_000
 MAX_REPLICAS = 100_000  # per addPods
 MAX_NODE_COUNT = 20_000  # per addNodes
-MAX_TOTAL_PODS = 500_000  # generated over the whole scenario
+MAX_TOTAL_PODS = 200_000  # generated over the whole scenario
 MAX_TOTAL_NODES = 50_000
 MAX_NAMES = 10_000  # names listed by one removeNodes, drain or deletePods
 MAX_GENERATORS = 100  # addNodes or addPods entries in one step
@@ -58,6 +58,7 @@ class AddNodes:
     template: Node
     zones: tuple[str, ...] = ()
     used: dict[str, float] = field(default_factory=dict)  # resource ("*": every one) -> fraction requested
+    path: str = ""  # its field path, for the errors applying it finds
 
 
 @dataclass(frozen=True)
@@ -305,7 +306,7 @@ class _Parser:
         if not isinstance(zones, list) or not all(isinstance(z, str) and z for z in zones) or len(zones) > 1000:
             self.fail(child(path, "zones"), "must be a list of at most 1000 zone names")
             zones = []
-        return AddNodes(count, prefix, template, tuple(zones), used)
+        return AddNodes(count, prefix, template, tuple(zones), used, path)
 
     def used(self, value: object, path: str) -> dict[str, float]:
         if value is None:

@@ -9,9 +9,12 @@ import pytest
 
 from kubesched.api.core import Node, Pod
 from kubesched.cluster.files import ClusterFile
-from kubesched.scheduler.profiles.manager import build_default
+from kubesched.config.profiles import parse as parse_config
+from kubesched.scheduler.profiles.manager import build_default, load
+from kubesched.scheduler.simulate import play as play_module
+from kubesched.scheduler.simulate.actions import SimulationError
 from kubesched.scheduler.simulate.model import Simulation
-from kubesched.scheduler.simulate.play import Options, SimulationError, simulate
+from kubesched.scheduler.simulate.play import Options, simulate
 from kubesched.scheduler.simulate.scenario import parse
 from kubesched.testing.builders import node_json
 
@@ -133,8 +136,12 @@ async def test_decisions_messages_and_preemption_per_step() -> None:
     assert [d.pod for d in first.decisions] == ["ns/big-0"]  # the file's pending pod waits for replayPending
     assert first.decisions[0].node is None
     assert first.decisions[0].message.startswith("0/1 nodes are available: 1 Insufficient cpu.")
-    assert sorted(d.pod for d in second.decisions) == ["ns/big-0", "ns/waiting"]
+    # Only the pods the step attempted: big-0 stays parked (nothing it waits for changed), as in kube-scheduler.
+    assert [d.pod for d in second.decisions] == ["ns/waiting"]
+    # The eviction frees room: the parked pods are tried again after the preemptor.
+    assert [d.pod for d in third.decisions] == ["ns/vip-0", "ns/waiting", "ns/big-0"]
     assert [(p.victim, p.preemptor, p.node) for p in third.preemptions] == [("ns/low", "ns/vip-0", "only")]
+    assert third.preemptions[0].message.startswith("0/1 nodes are available: 1 Insufficient cpu.")
     assert third.aggregate.preemptions == 1
     assert placements(s)["ns/vip-0"] == "only"
 
@@ -182,3 +189,75 @@ async def test_compare_the_same_configuration_differs_nowhere() -> None:
     assert s.comparison.pods == [] and s.comparison.same == 6
     assert all(d.a == d.b for d in s.comparison.aggregate)
     assert [r.label for r in s.runs] == ["A", "B"]
+
+
+BINPACK = {
+    "apiVersion": "kubescheduler.config.k8s.io/v1",
+    "kind": "KubeSchedulerConfiguration",
+    "profiles": [
+        {
+            "schedulerName": "default-scheduler",
+            "pluginConfig": [
+                {"name": "NodeResourcesFit", "args": {"scoringStrategy": {"type": "MostAllocated"}}},
+            ],
+        }
+    ],
+}
+
+
+async def test_compare_two_configurations_pod_by_pod_and_in_aggregate() -> None:
+    # One node half full, one empty: spreading (LeastAllocated) and packing (MostAllocated) part ways.
+    nodes = [node_json(n, alloc={"cpu": "4", "memory": "8Gi", "pods": "110"}) for n in ("full", "empty")]
+    found = cluster(nodes, [pod_json("there", "2", node="full")])
+    scenario = steps({"addPods": {"replicas": 1, "name": "new", "namespace": "ns", "template": TEMPLATE}})
+    packing = load(parse_config(BINPACK)).build
+    s = await simulate(
+        scenario,
+        found,
+        [("", build_default), ("binpack.yaml", packing)],
+        Options(),
+        kubernetes_version="v1.37.2",
+        cluster="c",
+        scenario_file="s",
+    )
+    assert s.comparison is not None
+    assert [(p.pod, p.a, p.b) for p in s.comparison.pods] == [("ns/new-0", "empty", "full")]
+    deltas = {d.metric: (d.a, d.b) for d in s.comparison.aggregate}
+    assert deltas["nodesUsed"] == (2, 1) and deltas["podsPlaced"] == (1, 1)
+    # Same mean, wider spread when packed: 2/4 and 1/4 against 3/4 and 0.
+    assert deltas["cpu.p50"] == (0.375, 0.375) and deltas["cpu.p99"] == (0.4975, 0.7425)
+    assert s.runs[1].config == "binpack.yaml"
+
+
+async def test_replay_happens_once_and_delete_pods_by_namespace() -> None:
+    found = cluster(IDENTICAL[:1], [pod_json("p"), {**pod_json("q"), "metadata": {"name": "q", "namespace": "other"}}])
+    s = await sim(
+        steps({"replayPending": True}, {"replayPending": True}, {"deletePods": {"namespace": "other", "selector": {}}}),
+        found,
+    )
+    assert s.runs[0].steps[1].actions == ["replayPending: already replayed"]
+    assert s.runs[0].steps[2].actions == ["deletePods: 1 pod(s) deleted"]
+    assert {d.pod: d.node for d in s.runs[0].final} == {"ns/p": "n0", "other/q": None}
+
+
+async def test_records_stop_at_their_bound(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(play_module, "MAX_RECORDS", 32)  # 12 node states before, then 12 and 6 decisions
+    s = await sim(
+        steps(
+            {"addPods": {"replicas": 6, "name": "a", "namespace": "ns", "template": TEMPLATE}},
+            {"deletePods": ["ns/a-0"]},
+        ),
+        cluster(IDENTICAL),
+    )
+    first, second = s.runs[0].steps
+    assert len(first.nodes) == 12 and len(first.decisions) == 6 and second.nodes == []
+    assert s.runs[0].notes == [
+        "records stopped at step 1: more than 32 pod decisions and node states"
+        " (the aggregates go on; --no-records, or fewer steps or nodes)"
+    ]
+    assert second.aggregate.pods_bound == 5
+
+
+async def test_compare_without_records_still_compares_pod_by_pod() -> None:
+    s = await sim(SPREAD, cluster(IDENTICAL), records=False, b=True)
+    assert s.comparison is not None and s.comparison.same == 6 and not s.runs[0].final
