@@ -70,8 +70,10 @@ class Page:
         items = "".join(f"<dt>{esc(k)}</dt><dd>{esc(v)}</dd>" for k, v in rows)
         self.add(f'<dl class="facts">{items}</dl>')
 
-    def table(self, header: list[str], rows: Iterable[list[object]], numeric: frozenset[int] = frozenset()) -> None:
-        """A plain table; the columns numbered in ``numeric`` are right-aligned."""
+    def table(
+        self, header: list[str], rows: Iterable[list[object]], numeric: frozenset[int] = frozenset(), name: str = ""
+    ) -> None:
+        """A plain table; the columns numbered in ``numeric`` are right-aligned; ``name`` is its id."""
         head = "".join(f"<th>{esc(h)}</th>" for h in header)
         body = []
         for row in rows:
@@ -79,8 +81,10 @@ class Page:
                 f'<td class="num">{esc(v)}</td>' if i in numeric else f"<td>{esc(v)}</td>" for i, v in enumerate(row)
             )
             body.append(f"<tr>{cells}</tr>")
+        ident = f' id="{esc(name)}"' if name else ""
         self.add(
-            f'<div class="scroll"><table><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table></div>'
+            f'<div class="scroll"><table{ident}><thead><tr>{head}</tr></thead>'
+            f"<tbody>{''.join(body)}</tbody></table></div>"
         )
 
     def chart(self, figure: Any, name: str) -> None:

@@ -57,6 +57,7 @@ def _comparison(page: Page, sim: Simulation) -> None:
             ["metric", a.label, b.label, f"{b.label} − {a.label}"],
             ([d.metric, _num(d.a), _num(d.b), _num(d.b - d.a)] for d in cmp.aggregate),
             numeric=frozenset({1, 2, 3}),
+            name="ab-aggregate",
         )
         counts = [d for d in cmp.aggregate if "." not in d.metric or d.metric.split(".")[-1] in _COUNTS]
         ratios = [d for d in cmp.aggregate if d not in counts]
@@ -90,6 +91,7 @@ def _comparison(page: Page, sim: Simulation) -> None:
         page.table(
             ["pod", f"node under {a.label}", f"node under {b.label}", f"{a.label}: message", f"{b.label}: message"],
             ([p.pod, p.a or "pending", p.b or "pending", p.a_message, p.b_message] for p in cmp.pods[:MAX_POD_ROWS]),
+            name="ab-pods",
         )
         if len(cmp.pods) > MAX_POD_ROWS:
             page.paragraph(f"The first {MAX_POD_ROWS} of {len(cmp.pods)} shown (-o json has every one).", "note")
@@ -124,6 +126,7 @@ def _aggregates(page: Page, run: Run) -> None:
             for name, g in rows
         ),
         numeric=frozenset(range(1, 7 + len(resources))),
+        name=f"steps-{run.label}",
     )
     go = _go()
     x = ["before"] * (run.initial_aggregate is not None) + [f"step {s.index}" for s in run.steps]
@@ -166,9 +169,11 @@ def _heat_maps(page: Page, run: Run) -> None:
     for resource in resources:
         names = sorted(ever, key=lambda n: (-_ratio(last.get(n), resource), n))[:MAX_HEAT_NODES]
         per_node = [{n.name: n for n in nodes} for _, nodes in states]
-        z, text = [], []
+        z: list[list[float | None]] = []
+        text: list[list[str]] = []
         for name in names:
-            row, tips = [], []
+            row: list[float | None] = []
+            tips: list[str] = []
             for state in per_node:
                 node = state.get(name)
                 usage = node.resources.get(resource) if node is not None else None
@@ -184,7 +189,8 @@ def _heat_maps(page: Page, run: Run) -> None:
         marked = [n + (" (cordoned)" if last.get(n) is not None and last[n].unschedulable else "") for n in names]
         _heat_map(page, z, text, _columns(states), marked, f"{resource} per node", f"nodes-{run.label}-{resource}")
         zones = sorted({n.zone or "(no zone)" for n in ever.values()})
-        zz, ztext = [], []
+        zz: list[list[float | None]] = []
+        ztext: list[list[str]] = []
         for zone in zones:
             row, tips = [], []
             for _, nodes in states:
@@ -270,6 +276,7 @@ def _pending(page: Page, run: Run) -> None:
         ["pods", "message", "which"],
         ([len(pods), reason, ", ".join(pods[:20]) + (" …" if len(pods) > 20 else "")] for reason, pods in groups),
         numeric=frozenset({0}),
+        name=f"pending-{run.label}",
     )
     go = _go()
     labels = [_short(reason, i) for i, (reason, _) in enumerate(groups)]

@@ -31,13 +31,16 @@ ARGS = [
     "--disable-sync",
 ]
 
-# Per chart: its plotly marks drawn with an area (bars, heat map images, scatter points).
+# Per chart: its plotly marks drawn with an area (bars, heat map images, scatter points), and the values
+# (non-null y, or z of a heat map) its traces hold.
 MARKS_JS = """() => Array.from(document.querySelectorAll('[data-chart]')).map(el => {
   const marks = Array.from(el.querySelectorAll(
     '.bars .point path, .hm image, .heatmaplayer image, .scatterlayer .point'));
   const drawn = marks.filter(m => { const b = m.getBBox(); return b.width > 0 && b.height > 0; });
+  const values = (el.data || []).reduce((sum, t) => sum + [].concat(...(t.z || t.y || []))
+    .filter(v => v !== null && v !== undefined).length, 0);
   return {name: el.dataset.chart, plotted: el.classList.contains('js-plotly-plot'), marks: drawn.length,
-          traces: (el.data || []).length};
+          traces: (el.data || []).length, values: values};
 })"""
 
 
@@ -61,7 +64,7 @@ class Opened:
         """Exactly the charts ``expected``, each one drawn by plotly with marks."""
         assert {c["name"] for c in self.charts} == expected, self.charts
         for chart in self.charts:
-            assert chart["plotted"] and chart["traces"] > 0 and chart["marks"] > 0, chart
+            assert chart["plotted"] and chart["traces"] > 0 and chart["marks"] > 0 and chart["values"] > 0, chart
 
 
 def chromium_or_skip() -> Path:
