@@ -96,3 +96,29 @@ def test_the_command_writes_the_page() -> None:
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("<!DOCTYPE html>") and "Plotly.newPlot" in done.stdout
     assert "<script src" not in done.stdout and "<link" not in done.stdout
+
+
+def test_a_big_cluster_is_bounded() -> None:
+    from kubesched.scheduler.explain.model import Explanation, NodeExplanation, Score, Verdict
+    from kubesched.scheduler.report.explanation import MAX_SCORED_NODES, MAX_TABLE_NODES, explanation_html
+
+    nodes = [
+        NodeExplanation(
+            f"n-{i}",
+            i % 2 == 0,
+            None if i % 2 == 0 else Verdict("NodeResourcesFit", "Unschedulable", "Insufficient cpu"),
+            [] if i % 2 == 0 else [Verdict("NodeResourcesFit", "Unschedulable", "Insufficient cpu")],
+            i % 2 == 0,
+            [Score("ImageLocality", i % 100, i % 100, 1, i % 100)] if i % 2 == 0 else [],
+            i % 100 if i % 2 == 0 else None,
+        )
+        for i in range(5000)
+    ]
+    ex = Explanation(
+        pod="ns/p", kubernetes_version="v1.37.2", profile="default-scheduler", node="n-98", message="", nodes=nodes
+    )
+    page = explanation_html(ex)
+    assert page.count("<tr data-node=") + page.count('<tr class="chosen" data-node=') == MAX_TABLE_NODES
+    assert f"{MAX_TABLE_NODES} of 5000 nodes shown" in page
+    assert f"The {MAX_SCORED_NODES} best of 2500 scored nodes shown" in page
+    assert 'data-node="n-98"' in page.split("</tr>")[1]  # the chosen node is the first row
