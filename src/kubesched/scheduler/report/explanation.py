@@ -103,12 +103,13 @@ def _node_table(page: Page, ex: Explanation) -> None:
     )
     if len(ex.nodes) > len(nodes):
         page.paragraph(f"{len(nodes)} of {len(ex.nodes)} nodes shown (-o json has every one).", "note")
-    head = "".join(f"<th>{esc(c)}</th>" for c in ["node", "fits", *columns, "score"])
+    head = "".join(f"<th>{esc(c)}</th>" for c in ["node", "fits", "kube-scheduler reports", *columns, "score"])
     rows = []
     for n in nodes:
         failed = {v.plugin: v for v in n.failed}
         reported = n.reported.plugin if n.reported is not None else None
-        cells = [f"<td>{esc(n.name)}</td>", f"<td>{'yes' if n.feasible else 'no'}</td>"]
+        says = f"{n.reported.plugin}: {n.reported.reason}" if n.reported is not None else ""
+        cells = [f"<td>{esc(n.name)}</td>", f"<td>{'yes' if n.feasible else 'no'}</td>", f"<td>{esc(says)}</td>"]
         for plugin in columns:
             verdict = failed.get(plugin)
             if verdict is not None:

@@ -21,7 +21,7 @@ dl.facts dt{font-weight:600} dl.facts dd{margin:0;word-break:break-word}
 .msg{font-family:ui-monospace,Menlo,Consolas,monospace;background:#fff4f2;border-left:4px solid #c83a2a;padding:8px}
 table{border-collapse:collapse;margin:6px 0;font-size:13px}
 th,td{border:1px solid #d8dee6;padding:3px 7px;text-align:left;vertical-align:top}
-th{background:#f1f4f8;position:sticky;top:0}
+th{background:#f1f4f8;position:sticky;top:0;white-space:nowrap} td:first-child{white-space:nowrap}
 td.num{text-align:right;font-variant-numeric:tabular-nums}
 td.pass{background:#e8f6ec;color:#1f7a3a;text-align:center}
 td.fail{background:#fde7e4;color:#a8281a;text-align:center;cursor:help}

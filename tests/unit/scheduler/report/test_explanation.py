@@ -16,7 +16,7 @@ EXAMPLES = Path(__file__).resolve().parents[4] / "examples"
 # Per row of the node table: its node, its cells' classes and tooltips.
 ROWS_JS = """() => Array.from(document.querySelectorAll('#node-table tbody tr')).map(r => ({
   node: r.dataset.node, chosen: r.classList.contains('chosen'),
-  cells: Array.from(r.querySelectorAll('td')).map(td => [td.className, td.title || ''])}))"""
+  cells: Array.from(r.querySelectorAll('td')).map(td => [td.className, td.title || '', td.innerText])}))"""
 HEADER_JS = "() => Array.from(document.querySelectorAll('#node-table thead th')).map(th => th.innerText)"
 
 
@@ -29,22 +29,24 @@ def test_a_pod_that_lands_its_table_and_score_charts(browser: Browser, tmp_path:
     opened.assert_clean(path.resolve().as_uri())
     opened.assert_charts_drawn({"scores-raw-normalized", "scores-weighted"})
     header = opened.evaluate(HEADER_JS)
-    # One column per Filter plugin of the profile, in its order, after node and fits.
-    assert header == ["node", "fits", *ex.filter_plugins, "score"] and "NodeResourcesFit" in header
+    # One column per Filter plugin of the profile, in its order, after node, fits and what kube-scheduler reports.
+    assert header == ["node", "fits", "kube-scheduler reports", *ex.filter_plugins, "score"]
+    assert "NodeResourcesFit" in header
     rows = {r["node"]: r for r in opened.evaluate(ROWS_JS)}
     assert set(rows) == {n.name for n in ex.nodes}
     assert [name for name, r in rows.items() if r["chosen"]] == [ex.node]
     for n in ex.nodes:
         cells = rows[n.name]["cells"]
-        failing = [i for i, (cls, _) in enumerate(cells) if cls in ("fail", "reported")]
+        failing = [i for i, (cls, _, _) in enumerate(cells) if cls in ("fail", "reported")]
         assert sorted(header[i] for i in failing) == sorted({v.plugin for v in n.failed})
         if n.reported is None:
-            assert failing == [] and n.feasible
+            assert failing == [] and n.feasible and cells[2][2] == ""
             continue
         # The failure kube-scheduler reports is the highlighted cell, its reason the tooltip.
-        cls, title = cells[header.index(n.reported.plugin)]
+        cls, title, _ = cells[header.index(n.reported.plugin)]
         assert cls == "reported" and n.reported.reason in title
-        assert [c for c, _ in cells].count("reported") == 1
+        assert cells[2][2] == f"{n.reported.plugin}: {n.reported.reason}"
+        assert [c for c, _, _ in cells].count("reported") == 1
     # The weighted chart: one trace per Score plugin, its bars the weighted scores of the best nodes.
     traces = opened.evaluate(
         "() => document.querySelector('[data-chart=scores-weighted]').data.map(t => [t.name, t.y])"
