@@ -7,6 +7,10 @@ import shutil
 import subprocess
 from pathlib import Path
 
+import pytest
+
+from tests.unit.scheduler.report import browser
+
 SCRIPT = Path(__file__).resolve().parents[4] / "scripts" / "install-chromium"
 
 
@@ -34,3 +38,13 @@ def test_no_package_manager_is_a_clear_error(tmp_path: Path) -> None:
     done = run({"PATH": str(bin_dir), "KUBESCHED_CHROMIUM": str(tmp_path / "missing")})
     assert done.returncode == 1
     assert "is missing" in done.stderr and ("apt-get" in done.stderr or "sudo" in done.stderr)
+
+
+def test_a_missing_browser_fails_in_ci_and_skips_elsewhere(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(browser, "CHROMIUM", tmp_path / "missing")
+    monkeypatch.setenv("CI", "true")
+    with pytest.raises(pytest.fail.Exception, match="refusing to skip"):
+        browser.chromium_or_skip()
+    monkeypatch.setenv("CI", "")
+    with pytest.raises(pytest.skip.Exception, match="install-chromium"):
+        browser.chromium_or_skip()
