@@ -13,6 +13,7 @@ from kubesched.scheduler.simulate.model import Aggregate, NodeState, Run, Simula
 
 MAX_HEAT_NODES = 300  # rows of a node heat map (the busiest at the end); the zone map has every zone
 MAX_POD_ROWS = 500  # rows of the pod-by-pod difference table
+MAX_REASONS = 200  # rows of the pending-by-message table (the most pods first); the chart has the first 30
 MAX_REASON_LABEL = 90  # characters of a message on a chart's axis (the table has it whole)
 
 
@@ -271,7 +272,11 @@ def _pending(page: Page, run: Run) -> None:
     if not by_reason:
         page.paragraph(f"Every one of the {len(run.final)} scenario pods is bound.", "note")
         return
-    groups = sorted(by_reason.items(), key=lambda kv: (-len(kv[1]), kv[0]))
+    every = sorted(by_reason.items(), key=lambda kv: (-len(kv[1]), kv[0]))
+    groups = every[:MAX_REASONS]
+    if len(every) > len(groups):
+        rest = sum(len(pods) for _, pods in every[MAX_REASONS:])
+        page.paragraph(f"The {MAX_REASONS} most frequent of {len(every)} messages shown; {rest} pod(s) more.", "note")
     page.table(
         ["pods", "message", "which"],
         ([len(pods), reason, ", ".join(pods[:20]) + (" …" if len(pods) > 20 else "")] for reason, pods in groups),
@@ -279,6 +284,7 @@ def _pending(page: Page, run: Run) -> None:
         name=f"pending-{run.label}",
     )
     go = _go()
+    groups = groups[:30]
     labels = [_short(reason, i) for i, (reason, _) in enumerate(groups)]
     fig = go.Figure(
         go.Bar(

@@ -134,3 +134,34 @@ def test_an_unwritable_report_is_a_clear_error(tmp_path: Path) -> None:
     done = subprocess.run(cmd, capture_output=True, text=True, check=False)
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert "--report: cannot write" in done.stderr and "r.html" in done.stderr
+
+
+def test_a_big_simulation_is_bounded() -> None:
+    import re
+    import time
+
+    from kubesched.scheduler.report.simulation import MAX_HEAT_NODES, MAX_POD_ROWS, MAX_REASONS, simulation_html
+
+    usage = {"cpu": Usage(500, 1000), "memory": Usage(1, 4), "nvidia.com/gpu": Usage(1, 8)}
+    nodes = [NodeState(f"n-{i}", zone=f"z-{i % 3}", pods=1, resources=usage) for i in range(5000)]
+    agg = Aggregate(nodes=5000, nodes_used=5000, pods_bound=1, pods_placed=1, pods_pending=1, preemptions=0)
+    steps = [StepResult(index=i, name=f"s{i}", nodes=nodes, aggregate=agg) for i in range(5)]
+    final = [PodDecision(f"ns/p-{i}", None, f"message {i}") for i in range(10_000)]
+    run = Run(label="A", config="", initial=nodes, initial_aggregate=agg, steps=steps, final=final)
+    diffs = [PodDifference(f"ns/p-{i}", "n-1", None) for i in range(10_000)]
+    sim = Simulation(
+        kubernetes_version="v1.37.2",
+        cluster="c",
+        scenario="s",
+        seed=0,
+        runs=[run, run],
+        comparison=Comparison(pods=diffs),
+    )
+    began = time.perf_counter()
+    page = simulation_html(sim)
+    assert time.perf_counter() - began < 30
+    assert len(page) < 12_000_000
+    assert f"The first {MAX_POD_ROWS} of 10000 shown" in page
+    assert f"The {MAX_REASONS} most frequent of 10000 messages shown" in page
+    # The heat maps: 300 of the 5,000 nodes (every chart the same ones: equally used, by name).
+    assert len(set(re.findall(r'"(n-\d+)(?: \(cordoned\))?"', page))) == MAX_HEAT_NODES
