@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from kubesched.scheduler.report.page import Page
-from kubesched.scheduler.simulate.model import Aggregate, NodeState, Run, Simulation
+from kubesched.scheduler.simulate.model import BUCKETS, Aggregate, NodeState, Run, Simulation
 
 MAX_HEAT_NODES = 300  # rows of a node heat map (the busiest at the end); the zone map has every zone
 MAX_POD_ROWS = 500  # rows of the pod-by-pod difference table
@@ -34,6 +34,7 @@ def simulation_html(sim: Simulation) -> str:
         _aggregates(page, run)
         _heat_maps(page, run)
         _pending(page, run)
+        _scores(page, run)
     return page.html()
 
 
@@ -307,3 +308,48 @@ def _pending(page: Page, run: Run) -> None:
 def _short(reason: str, index: int) -> str:
     text = reason if len(reason) <= MAX_REASON_LABEL else reason[: MAX_REASON_LABEL - 1] + "…"
     return f"{index + 1}. {text}"  # numbered: two messages cut to the same prefix stay two bars
+
+
+def _scores(page: Page, run: Run) -> None:
+    """Per Score plugin: how its normalized scores fell, over every node scored and on the chosen nodes."""
+    scores = [d for d in run.scores if d.cycles > 0]
+    if not scores:
+        return
+    from plotly.subplots import make_subplots
+
+    go = _go()
+    page.heading("Score distributions per plugin", 3)
+    page.paragraph(
+        "Each Score plugin's normalized score (0-100) over the scheduling cycles that scored, as shares: of every"
+        " node scored, and of the node chosen. A plugin whose chosen share sits right of its scored share pulled"
+        " the choice; one that is flat did not tell the nodes apart.",
+        "note",
+    )
+    buckets = [f"{10 * i}-{10 * i + 9}" for i in range(BUCKETS - 1)] + ["100"]
+    fig = make_subplots(
+        rows=len(scores),
+        cols=1,
+        shared_xaxes=True,
+        vertical_spacing=min(0.08, 0.3 / len(scores)),
+        subplot_titles=[f"{d.plugin} (weight {d.weight}, {d.cycles} cycles)" for d in scores],
+    )
+    for row, d in enumerate(scores, start=1):
+        for label, counts, color in (("every node scored", d.scored, "#9db4d0"), ("chosen node", d.chosen, "#c83a2a")):
+            total = sum(counts) or 1
+            fig.add_trace(
+                go.Bar(
+                    x=buckets,
+                    y=[c / total for c in counts],
+                    customdata=counts,
+                    name=label,
+                    legendgroup=label,
+                    showlegend=row == 1,
+                    marker_color=color,
+                    hovertemplate=f"{d.plugin}, {label}: %{{y:.0%}} (%{{customdata}}) scored %{{x}}<extra></extra>",
+                ),
+                row=row,
+                col=1,
+            )
+    fig.update_layout(barmode="group", height=140 + 170 * len(scores), margin={"t": 60, "b": 50})
+    fig.update_yaxes(tickformat=".0%")
+    page.chart(fig, f"scores-{run.label}")
