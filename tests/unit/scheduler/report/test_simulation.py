@@ -53,7 +53,7 @@ def test_the_compare_report(browser: Browser, tmp_path: Path) -> None:
     resources = ["cpu", "memory", "example.com/gpu"]
     expected = {"ab-counts", "ab-utilization", "ab-pods-per-node"}
     for label in ("A", "B"):
-        expected |= {f"steps-{label}", f"pending-{label}"}
+        expected |= {f"steps-{label}", f"pending-{label}", f"scores-{label}"}
         expected |= {f"{kind}-{label}-{r}" for kind in ("nodes", "zones") for r in resources}
     opened.assert_charts_drawn(expected)
     # The heat map's cells are the model's requested/allocatable: the last column is the last step.
@@ -74,6 +74,13 @@ def test_the_compare_report(browser: Browser, tmp_path: Path) -> None:
         nodes = [n for n in run.steps[-1].nodes if n.zone == zone]
         want = sum(n.resources["cpu"].requested for n in nodes) / sum(n.resources["cpu"].allocatable for n in nodes)
         assert row[-1] == pytest.approx(want)
+    # Score distributions: one chosen node per scored cycle, every plugin drawn with its shares.
+    assert {d.plugin for d in run.scores} >= {"NodeResourcesFit", "TaintToleration"}
+    for d in run.scores:
+        assert sum(d.chosen) == d.cycles > 0 and sum(d.scored) >= d.cycles
+    shares = chart_data(opened, "scores-A")
+    assert len(shares) == 2 * len(run.scores)
+    assert all(sum(t["y"]) == pytest.approx(1.0) for t in shares)
     tables = opened.evaluate(TABLES_JS)
     # A/B aggregates, then the pods that differ (every one, with its node under each).
     assert [r[0] for r in tables["ab-aggregate"]] == [d.metric for d in sim.comparison.aggregate]
@@ -91,7 +98,7 @@ def test_the_compare_report(browser: Browser, tmp_path: Path) -> None:
 
 def test_without_records_only_the_aggregates(browser: Browser, tmp_path: Path) -> None:
     sim, report = simulate(tmp_path, "--no-records")
-    assert not sim.records
+    assert not sim.records and sim.runs[0].scores == []
     opened = browser.open(report)
     opened.assert_clean(report.resolve().as_uri())
     opened.assert_charts_drawn({"steps-A"})
