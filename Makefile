@@ -3,7 +3,7 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
-.PHONY: setup lock run serve-extender test lint build-control-plane build-helm install-chromium bench bench-compare diff clean
+.PHONY: setup lock run serve-extender test lint build-control-plane build-helm install-chromium bench bench-compare bench-perf diff clean
 
 
 # The dependencies as locked, every file checked against its hash; kubesched itself resolves nothing (--no-deps);
@@ -61,6 +61,11 @@ bench: setup
 # Before/after in one run: make bench-compare REF=<git ref>
 bench-compare: setup
 	$(BIN)/python benchmarks/side_by_side.py $(REF)
+
+# kube-scheduler's scheduler_perf workloads in memory (default: the inter-pod affinity set):
+# make bench-perf PERF="--scale 0.2 --before main"
+bench-perf: setup build-control-plane
+	$(BIN)/python benchmarks/scheduler_perf.py $(PERF)
 
 # The differential run against kube-scheduler, larger than the test's: make diff SEEDS=0-19 PODS=30
 SEEDS ?= 0-19

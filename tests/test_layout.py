@@ -82,3 +82,23 @@ def test_the_size_check_catches_a_long_module(tmp_path: Path) -> None:
     (tmp_path / "pkg" / "long.py").write_text("x = 1\n" * 451)
     (tmp_path / "short.py").write_text("x = 1\n" * 450)
     assert oversized(tmp_path) == ["pkg/long.py: 451 lines"]
+
+
+def test_no_merge_conflict_markers_are_committed() -> None:
+    """A merge resolved by hand leaves no ``<<<<<<<``/``>>>>>>>`` lines in any tracked text file."""
+    import subprocess
+
+    root = Path(__file__).resolve().parents[1]
+    files = subprocess.run(["git", "ls-files"], cwd=root, capture_output=True, text=True, check=True).stdout.split()
+    marked = []
+    for name in files:
+        path = root / name
+        if (
+            path.suffix not in {".py", ".md", ".yaml", ".yml", ".toml", ".json", ".txt", ".tpl", ""}
+            or not path.is_file()
+        ):
+            continue
+        for n, line in enumerate(path.read_text(errors="replace").splitlines(), 1):
+            if line.startswith(("<<<<<<< ", ">>>>>>> ")):
+                marked.append(f"{name}:{n}")
+    assert not marked, marked

@@ -134,6 +134,9 @@ class Release:
     storage_capacity_scoring: bool = True
     dra_binding_timeout: bool = True
     fit_strategy_shape_rules: bool = True
+    # How kube-scheduler names a pending pod's events in its metrics' `event` label (framework/types.go: the
+    # EventResource "UnschedulablePod" of v1.35 became "UnscheduledPod": `UnscheduledPodAdd`, ...).
+    unscheduled_pod: str = "UnscheduledPod"
 
     @property
     def minor(self) -> str:
@@ -160,6 +163,7 @@ RELEASES: tuple[Release, ...] = (
         storage_capacity_scoring=False,
         dra_binding_timeout=False,
         fit_strategy_shape_rules=False,
+        unscheduled_pod="UnschedulablePod",
     ),
     Release(
         version="1.37.2",

@@ -22,7 +22,9 @@ from kubesched.scheduler.profiles.manager import build
 
 ROOT = Path(__file__).resolve().parents[2]
 RUN = ["docs/plugins.md", "docs/policies.md", "docs/extender.md", "docs/zh-CN/README.md"]
-COMMANDS = [*RUN, "README.md"]
+# The production pages of the Chinese docs (Helm, authentication, metrics, reliability, certificates).
+ZH_CN = [f"docs/zh-CN/{page}.md" for page in ("helm", "security", "metrics", "reliability", "certificates")]
+COMMANDS = [*RUN, "README.md", *ZH_CN]
 FENCE = re.compile(r"^```(\w*)\n(.*?)^```", re.M | re.S)
 INLINE = re.compile(r"`(kubesched [^`]+)`")
 QUOTED = re.compile(r"# (examples/[\w./-]+)")
@@ -162,3 +164,11 @@ def test_a_broken_command_line_is_caught() -> None:
     assert parses("kubesched scheduler run --clusterr examples/cluster.yaml") is not None
     assert parses("kubesched extender serve --nodes examples/nodes.yaml") is not None  # --policy is required
     assert parses("kubesched scheduler run --cluster examples/cluster.yaml -o json") is None
+
+
+def test_every_chinese_page_is_checked_and_linked_from_the_chinese_readme() -> None:
+    """A page added to docs/zh-CN has its command lines checked (ZH_CN) and is reachable from its README."""
+    pages = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "docs" / "zh-CN").glob("*.md") if p.name != "README.md")
+    assert pages == sorted(ZH_CN)
+    readme = (ROOT / "docs" / "zh-CN" / "README.md").read_text()
+    assert [p for p in pages if f"]({Path(p).name})" not in readme] == []

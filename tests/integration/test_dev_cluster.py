@@ -84,13 +84,13 @@ def _lines(stream: IO[str], into: queue.Queue[str]) -> None:
 class DevCluster:
     """`dev-cluster up -o json` in its own session; its first stdout line is the state."""
 
-    def __init__(self, *args: str):
+    def __init__(self, *args: str, env: dict[str, str] | None = None):
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "kubesched", "dev-cluster", "up", "-o", "json", *args],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
-            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+            env={**(env or os.environ), "PYTHONUNBUFFERED": "1"},
             start_new_session=True,
         )
         self.out: queue.Queue[str] = queue.Queue()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import ssl
 import subprocess
 import sys
@@ -110,8 +111,15 @@ def test_https_with_client_certificates(tmp_path: Path) -> None:
         r = httpx.post(f"{url}/filter", json=EXAMPLE_REQUEST, verify=with_cert)
         assert r.status_code == 200 and r.json()["NodeNames"] == ["gpu-a"]
         without_cert = ssl.create_default_context(cafile=paths["ca.crt"])
-        with pytest.raises(httpx.HTTPError):
-            httpx.post(f"{url}/filter", json=EXAMPLE_REQUEST, verify=without_cert)
+        refused = httpx.post(f"{url}/filter", json=EXAMPLE_REQUEST, verify=without_cert)
+        assert refused.status_code == 401 and "needs a client certificate" in refused.text
+        assert httpx.get(f"{url}/readyz", verify=without_cert).status_code == 200  # probes need no certificate
+        stranger = pki.client_cert(pki.new_ca("another CA"), "kube-scheduler")
+        stranger.write(tmp_path / "stranger.crt", tmp_path / "stranger.key")
+        another_ca = ssl.create_default_context(cafile=paths["ca.crt"])
+        another_ca.load_cert_chain(tmp_path / "stranger.crt", tmp_path / "stranger.key")
+        with pytest.raises(httpx.HTTPError):  # a certificate the client CA did not sign: no TLS session
+            httpx.post(f"{url}/filter", json=EXAMPLE_REQUEST, verify=another_ca)
         with pytest.raises(httpx.HTTPError):  # plain HTTP to the TLS port is refused, not served
             httpx.post(f"http://127.0.0.1:{port}/filter", json=EXAMPLE_REQUEST)
     finally:
@@ -125,19 +133,23 @@ def test_https_with_client_certificates(tmp_path: Path) -> None:
         (["--listen", "nowhere"], "--listen: expected HOST:PORT"),
         (["--nodes", "/does/not/exist.yaml"], "cannot read"),
         (["--tls-cert", "x.pem"], "--tls-cert and --tls-key go together"),
-        ([], "give a cluster source"),
+        ([], "no cluster to talk to: give --kubeconfig FILE, set KUBECONFIG=FILE"),
         (["--kubeconfig", "/does/not/exist"], "cannot read"),
         (["--nodes", "x.yaml", "--reservation-ttl", "0"], "--reservation-ttl: must be a positive number"),
         (["--nodes", "x.yaml", "--reservation-ttl", "nan"], "--reservation-ttl: must be a positive number"),
         (["--nodes", "x.yaml", "--reservation-ttl", "soon"], "--reservation-ttl: invalid float value"),
     ],
 )
-def test_bad_command_lines(args: list[str], says: str) -> None:
+def test_bad_command_lines(args: list[str], says: str, tmp_path: Path) -> None:
+    # No cluster around: no $KUBECONFIG, no ~/.kube/config, not in a pod.
+    away = ("KUBECONFIG", "KUBERNETES_SERVICE_HOST", "KUBERNETES_SERVICE_PORT")
+    env = {**{k: v for k, v in os.environ.items() if k not in away}, "HOME": str(tmp_path)}
     out = subprocess.run(
         [sys.executable, "-m", "kubesched", "extender", "serve", "--policy", "custom-label", *args],
         capture_output=True,
         text=True,
         timeout=30,
+        env=env,
     )
     assert out.returncode == 2
     assert says in out.stderr

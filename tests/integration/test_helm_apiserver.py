@@ -192,6 +192,39 @@ def test_an_upgrade_keeps_the_generated_certificate(release: Release) -> None:
     assert b"BEGIN CERTIFICATE" in base64.b64decode(before)
 
 
+def test_a_binding_extender_gets_its_certificates_kept_across_upgrades(release: Release) -> None:
+    """extender.bind: the extender's and kube-scheduler's client certificates (one CA) are created, kube-scheduler's
+    config calls it over HTTPS with them, an upgrade keeps them; watchPods no is warned about in the notes."""
+
+    def secrets() -> dict[str, dict[str, str]]:
+        names = ("kubesched-extender-tls", "kubesched-extender-scheduler-client-tls")
+        return {n: release.cp.api("GET", f"/api/v1/namespaces/{NS}/secrets/{n}")["data"] for n in names}
+
+    binding = {**VALUES, "extender": {**VALUES["extender"], "bind": True}}
+    try:
+        notes = release.helm_run("upgrade", "kubesched", str(CHART), values=binding)
+        assert "It binds them (and only them)" in notes and "WARNING: extender.watchPods" not in notes
+        first = secrets()
+        serving, client = first["kubesched-extender-tls"], first["kubesched-extender-scheduler-client-tls"]
+        assert serving["ca.crt"] == client["ca.crt"]
+        config = release.cp.api("GET", f"/api/v1/namespaces/{NS}/configmaps/kubesched-extender-scheduler")
+        (ext,) = yaml.safe_load(config["data"]["config.yaml"])["extenders"]
+        assert ext["urlPrefix"] == f"https://kubesched-extender.{NS}.svc:8888" and ext["enableHTTPS"] is True
+        assert ext["tlsConfig"]["caFile"] == "/etc/kubernetes/extender-tls/ca.crt"
+        deployment = release.cp.api("GET", f"/apis/apps/v1/namespaces/{NS}/deployments/kubesched-extender")
+        args = deployment["spec"]["template"]["spec"]["containers"][0]["args"]
+        assert args[args.index("--scheduler-name") + 1] == VALUES["extender"]["schedulerName"]
+        assert args[args.index("--client-ca") + 1] == "/etc/kubesched/tls/ca.crt"
+        release.expect("kubesched-extender", True, "create", "pods", subresource="binding")
+        blind = {**binding, "extender": {**binding["extender"], "watchPods": "no"}}
+        notes = release.helm_run("upgrade", "kubesched", str(CHART), values=blind)
+        assert "WARNING: extender.watchPods is no" in notes
+        assert secrets() == first  # kept: kube-scheduler and the extender keep trusting each other
+        release.expect("kubesched-extender", False, "watch", "pods")
+    finally:
+        release.helm_run("upgrade", "kubesched", str(CHART), values=VALUES)
+
+
 def test_every_value_upgrades_and_passes_server_side_dry_runs(release: Release) -> None:
     """`helm upgrade` with every value set (tests/unit/deploy/every-value.yaml, metrics included, on an API
     server without the Prometheus Operator); each pod its Deployments would create is admitted by a dry-run (Pod

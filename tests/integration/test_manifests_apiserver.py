@@ -132,7 +132,8 @@ def cluster(control_plane: ControlPlane) -> Iterator[Cluster]:
     "argv",
     [
         ("extender",),
-        ("extender", "--bind", "--policy", str(EXAMPLES / "licensed_policy.py"), "--load-plugins"),
+        ("extender", "--bind", "--generate-certs", "--policy", str(EXAMPLES / "licensed_policy.py"), "--load-plugins"),
+        ("extender", "--watch-pods", "no"),
         ("scheduler",),
         ("webhook", "--generate-certs"),
         ("webhook", "--generate-certs", "--webhook-config", str(EXAMPLES / "webhook-config.yaml")),
@@ -163,7 +164,7 @@ def test_rbac_grants_each_component_only_what_it_needs(cluster: Cluster) -> None
             cluster.apply(obj)
     ext, ext_sched, sched, hook = extender.EXTENDER, extender.SCHEDULER, scheduler.SCHEDULER, "kubesched-webhook"
     cluster.expect(ext, True, "list", "nodes")
-    cluster.expect(ext, True, "watch", "pods")  # custom-label manages a resource: usage needs the pods
+    cluster.expect(ext, True, "watch", "pods")  # --watch-pods auto: plugins may read them (custom-label's usage)
     cluster.expect(ext, False, "create", "pods", subresource="binding")
     cluster.expect(ext, False, "delete", "pods")
     cluster.expect(ext, False, "get", "secrets")
@@ -216,7 +217,7 @@ def test_rbac_grants_each_component_only_what_it_needs(cluster: Cluster) -> None
     cluster.expect(hook, False, "watch", "pods")
     cluster.expect(hook, True, "watch", "nodes")
 
-    for obj in rendered("extender", "--bind"):
+    for obj in rendered("extender", "--bind", "--generate-certs"):
         if obj["kind"] == "ClusterRole":
             cluster.apply(obj)
     cluster.expect(ext, True, "create", "pods", subresource="binding")

@@ -1,4 +1,4 @@
-"""`kubesched dev-cluster up|build|status|restart-scheduler`: a throwaway etcd + kube-apiserver (+ kube-scheduler)
+"""`kubesched dev-cluster up|build|status|restart-scheduler|down`: a throwaway etcd + kube-apiserver (+ kube-scheduler)
 with fake nodes, and the commands that talk to a running one."""
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from kubesched.cli.dev_cluster_progress import Progress
 from kubesched.cluster.kubeclient import APIError
 from kubesched.errors import CLIError
 from kubesched.testing import build, devcluster
-from kubesched.testing.controlplane import ControlPlane
+from kubesched.testing.controlplane import TOKEN_ADMIN, ControlPlane
 from kubesched.testing.nodes_file import FileNode, NodesFileError, load_nodes_file
 from kubesched.testing.process import ProcessError
 from kubesched.testing.scheduler import SchedulerConfigError, load_config, minimal_config
@@ -31,7 +31,7 @@ SCHEDULER = "kube-scheduler"  # the name of the dev-cluster's one kube-scheduler
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """Add `dev-cluster up|build|status|restart-scheduler`."""
+    """Add `dev-cluster up|build|status|restart-scheduler|down`."""
     parser = subparsers.add_parser(
         "dev-cluster",
         help="run a local etcd + kube-apiserver + kube-scheduler with fake nodes",
@@ -67,6 +67,13 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="show a running dev-cluster: kubeconfig, URLs, binaries, pids",
         description="Print the state of a running dev-cluster (the one running, or --dir's).",
     )
+    down = sub.add_parser(
+        "down",
+        help="stop a running dev-cluster (started in another terminal, in the background, or with --keep)",
+        description="Stop the dev-cluster (the one running, or --dir's) as Ctrl-C in its terminal would: "
+        "kube-scheduler, kube-apiserver and etcd stop; its working directory is removed unless started with --keep.",
+    )
+    down.add_argument("--timeout", type=float, default=60.0, metavar="SECONDS", help="(default 60)")
     restart = sub.add_parser(
         "restart-scheduler",
         help="restart the dev-cluster's kube-scheduler, optionally with another config",
@@ -75,7 +82,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     restart.add_argument("--config", type=Path, metavar="FILE", help="the new KubeSchedulerConfiguration YAML")
     restart.add_argument("--timeout", type=float, default=180.0, metavar="SECONDS", help="(default 180)")
-    for p in (status, restart):
+    for p in (status, restart, down):
         p.add_argument("--dir", type=Path, metavar="DIR", help="the dev-cluster's data dir (default: the one running)")
     build_cmd = sub.add_parser(
         "build",
@@ -86,7 +93,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         p.add_argument("-o", "--output", choices=("text", "json"), default="text", help="text (default) or json")
     for p in (up, build_cmd):
         kube_version.add_flag(p)
-    for p in (up, build_cmd, status, restart):
+    for p in (up, build_cmd, status, restart, down):
         p.set_defaults(func=run)
 
 
@@ -99,6 +106,8 @@ def run(args: argparse.Namespace) -> int:
             return _status(args)
         if args.dev_cluster_command == "restart-scheduler":
             return _restart(args)
+        if args.dev_cluster_command == "down":
+            return _down(args)
     except devcluster.DevClusterError as err:
         raise CLIError(str(err)) from None
     return _up(args)
@@ -225,6 +234,9 @@ class _Cluster:
                 "log": str(sched.log_path),
             },
             "nodes": list(self.nodes),
+            "keep": self.keep,
+            # A bearer token kube-apiserver accepts besides the admin kubeconfig's client certificate (curl, UIs).
+            "token": {"user": TOKEN_ADMIN, "groups": ["system:masters"], "value": plane.admin_token},
         }
 
     def publish(self) -> None:
@@ -346,6 +358,15 @@ def _status(args: argparse.Namespace) -> int:
     return 0
 
 
+def _down(args: argparse.Namespace) -> int:
+    data_dir = devcluster.locate(args.dir)
+    with tables.progress("stopping the dev-cluster"):
+        state = devcluster.stop(data_dir, timeout=args.timeout)
+    kept = f"; its data dir {data_dir} is kept (--keep)" if data_dir.exists() else ""
+    print(f"{PREFIX} stopped (pid {state['pid']}, kube-apiserver {state['apiServer']['url']}){kept}")
+    return 0
+
+
 def _print_state(state: dict[str, Any], output: str) -> None:
     if output == "json":
         print(json.dumps(state, indent=1))
@@ -361,6 +382,11 @@ def _print_state(state: dict[str, Any], output: str) -> None:
     else:
         print("kube-scheduler: not running")
     print(f"nodes:          {', '.join(state['nodes']) or '-'}")
+    token = state.get("token")
+    if isinstance(token, dict):
+        print(f"token:          {token.get('user')} (system:masters): -o json's token.value")
+    if state.get("keep"):
+        print("keep:           the data dir stays after `kubesched dev-cluster down`")
 
 
 def _restart(args: argparse.Namespace) -> int:

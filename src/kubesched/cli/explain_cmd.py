@@ -11,17 +11,20 @@ from pathlib import Path
 
 import msgspec
 
-from kubesched.cli import kube_version
+from kubesched.cli import connection, explain_recorded, kube_version
+from kubesched.cli.connection import KUBECONFIG_HELP
 from kubesched.cli.plugins_cmd import add_plugins_from_flag, image_only
 from kubesched.cli.scheduler_cmd import builder, config_problem, read_config
 from kubesched.cluster.files import ClusterFile, ClusterFileError, read_cluster
-from kubesched.cluster.kubeclient import KubeClient, KubeConfigError, connect
+from kubesched.cluster.kubeclient import KubeClient
 from kubesched.cluster.snapshot import SnapshotError, take, write_atomically
 from kubesched.errors import CLIError, ConfigurationError
 from kubesched.framework.guard import FrameworkError
 from kubesched.scheduler.explain.evaluate import ExplainError, explain
-from kubesched.scheduler.explain.offline import objects_of
+from kubesched.scheduler.explain.model import Explanation
+from kubesched.scheduler.explain.offline import ReadOnlyExtenders, objects_of
 from kubesched.scheduler.explain.render import text
+from kubesched.versions import Release
 
 DESCRIPTION = """\
 Explain one pod's scheduling as kube-scheduler would do it now: for every node, the status kube-scheduler
@@ -34,7 +37,11 @@ through the filters again, never guessed).
 
 The pod is run through a fresh in-memory scheduler on the cluster's objects, as `scheduler run --cluster`
 would run it next: other pending pods are left out, a bound pod is explained as if it were pending.
---kubeconfig reads the live cluster first (as `kubesched snapshot`); nothing is written to it.
+Without --cluster, the live cluster is read first (as `kubesched snapshot`: --kubeconfig, else as kubectl
+finds it); nothing is written to it. --scheduler URL shows what a running `kubesched scheduler run` decided
+(its last decision of the pod, kept with --decision-records), and says so; when it has no record, the pod
+is evaluated afresh with a note. As a kubectl plugin: `kubesched kubectl-plugin` installs
+`kubectl-kubesched`, then `kubectl kubesched explain POD -n NS`.
 -o json writes the documented schema (apiVersion kubesched.io/v1alpha1, kind Explanation: docs/explain.md).
 """
 
@@ -42,6 +49,7 @@ EPILOG = """\
 Examples:
   kubesched explain default/web-0 --cluster cluster.yaml
   kubesched explain team-a/trainer-3 --kubeconfig ~/.kube/config -o json
+  kubesched explain trainer-3 -n team-a --scheduler http://127.0.0.1:10251
 """
 
 
@@ -53,13 +61,20 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    cmd.add_argument("pod", metavar="NAMESPACE/POD", help="the pod (a name alone means namespace default)")
-    where = cmd.add_mutually_exclusive_group(required=True)
+    cmd.add_argument("pod", metavar="NAMESPACE/POD", help="the pod (a name alone: in --namespace, else default)")
+    cmd.add_argument("-n", "--namespace", help="the pod's namespace, as kubectl's -n")
+    where = cmd.add_mutually_exclusive_group()
     where.add_argument(
         "--cluster", type=Path, metavar="FILE", help="a cluster file (kubesched snapshot, kubectl get -o yaml)"
     )
-    where.add_argument("--kubeconfig", metavar="FILE", help="explain against the live cluster of this kubeconfig")
-    cmd.add_argument("--context", help="kubeconfig context (default: its current-context)")
+    where.add_argument("--kubeconfig", metavar="FILE", help=f"without --cluster, the live cluster: {KUBECONFIG_HELP}")
+    cmd.add_argument(
+        "--scheduler",
+        metavar="URL",
+        help="a running `kubesched scheduler run` (its --listen, e.g. http://127.0.0.1:10251): show the decision it "
+        "recorded; evaluated afresh too with --kubeconfig/--cluster, or when it has no record",
+    )
+    connection.add_flags(cmd, kubeconfig=False)
     cmd.add_argument("--config", type=Path, help="KubeSchedulerConfiguration (default: kube-scheduler's defaults)")
     kube_version.add_flag(cmd)
     add_plugins_from_flag(cmd, "the config's pluginModules")
@@ -85,19 +100,52 @@ def run_explain(args: argparse.Namespace) -> int:
         raise config_problem(err, args.config) from None
     if errors:
         raise config_problem(ConfigurationError(errors=errors), args.config)
-    found = _objects(args)
+    key = _key(args.pod, args.namespace)
+    recorded, why_not, scheduler_name = (
+        explain_recorded.fetch(args.scheduler, key) if args.scheduler else (None, "", "")
+    )
+    if recorded is not None and args.cluster is None and args.kubeconfig is None:
+        note = "recorded by the running scheduler; add --kubeconfig or --cluster for every node, evaluated afresh"
+        ex = Explanation(
+            pod=key,
+            kubernetes_version=f"v{release.version}",
+            profile=scheduler_name,
+            node=recorded.node,
+            message=recorded.message,
+            recorded=recorded,
+            notes=[note],
+        )
+        _write(ex, args)
+        return 0
+    found, release = _objects(args, release)
     for warning in found.warnings:
         logging.getLogger("kubesched.cluster").warning("%s", warning)
     objects = objects_of(found)
     build = builder(config, [], release, image_only(args))
     try:
-        ex = asyncio.run(explain(build, objects, args.pod, f"v{release.version}"))
+        ex = asyncio.run(explain(build, objects, key, f"v{release.version}", extenders=ReadOnlyExtenders))
+        ex.recorded = recorded
+        if why_not:
+            ex.notes.insert(0, f"{why_not}; evaluated afresh")
     except ExplainError as err:
         raise CLIError(str(err)) from None
     except ConfigurationError as err:
         raise config_problem(err, args.config) from None
     except FrameworkError as err:
         raise CLIError(f"explaining {args.pod}: {err}") from None
+    _write(ex, args)
+    return 0
+
+
+def _key(pod: str, namespace: str | None) -> str:
+    if "/" in pod:
+        if namespace is not None and pod.split("/", 1)[0] != namespace:
+            raise CLIError(f"{pod}: names namespace {pod.split('/', 1)[0]}, but --namespace says {namespace}")
+        return pod
+    return f"{namespace or 'default'}/{pod}"
+
+
+def _write(ex: Explanation, args: argparse.Namespace) -> None:
     if args.output == "json":
         sys.stdout.write(msgspec.json.format(msgspec.json.encode(ex), indent=2).decode() + "\n")
     elif args.output == "html":
@@ -106,19 +154,19 @@ def run_explain(args: argparse.Namespace) -> int:
         sys.stdout.write(explanation_html(ex))
     else:
         sys.stdout.write(text(ex, args.all_nodes))
-    return 0
 
 
-def _objects(args: argparse.Namespace) -> ClusterFile:
+def _objects(args: argparse.Namespace, release: Release) -> tuple[ClusterFile, Release]:
+    """The cluster's objects, and the release to follow (a live cluster's own, unless --kubernetes-version)."""
     if args.cluster is not None:
+        if args.in_cluster or args.context:
+            raise CLIError("--cluster reads a file; it excludes --in-cluster and --context")
         try:
-            return read_cluster(args.cluster)
+            return read_cluster(args.cluster), release
         except ClusterFileError as err:
             raise CLIError(str(err)) from None
-    try:
-        conn = connect(args.kubeconfig, args.context)
-    except (KubeConfigError, OSError) as err:
-        raise CLIError(str(err)) from None
+    conn = connection.connection(args, otherwise="or --cluster FILE")
+    release = kube_version.for_connection(args, conn)
 
     async def snapshot() -> dict[str, object]:
         client = KubeClient(conn, 60.0, connections=2, user_agent="kubesched/explain")
@@ -135,6 +183,6 @@ def _objects(args: argparse.Namespace) -> ClusterFile:
         path = Path(tmp) / "cluster.yaml"
         write_atomically(path, doc)  # the very file `kubesched snapshot` writes, read as one
         try:
-            return read_cluster(path)
+            return read_cluster(path), release
         except ClusterFileError as err:
             raise CLIError(f"the live cluster's objects: {err}") from None

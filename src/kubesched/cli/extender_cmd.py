@@ -8,12 +8,12 @@ import logging
 import ssl
 from pathlib import Path
 
-from kubesched.cli import kube_version, logs, serving
+from kubesched.cli import connection, kube_version, logs, serving
 from kubesched.cli.plugins_cmd import add_plugins_from_flag, image_only
 from kubesched.cli.serving import parse_listen, wait_for_stop_signal
 from kubesched.cluster.cache import ClusterCache
 from kubesched.cluster.files import ClusterFileError, load_into
-from kubesched.cluster.kubeclient import KubeClient, KubeConfigError, connect
+from kubesched.cluster.kubeclient import KubeClient
 from kubesched.cluster.ledger import DEFAULT_TTL, Ledger
 from kubesched.cluster.source import KubeSource
 from kubesched.errors import CLIError, ConfigurationError
@@ -27,6 +27,8 @@ from kubesched.policies import PolicyError, load, needs_pods, pod_blindness, reg
 from kubesched.versions import REFERENCE
 
 log = logging.getLogger("kubesched.extender")
+# What a client without a certificate may ask for under --client-ca: kubelet's probes and Prometheus' scrapes.
+OPEN_PATHS = frozenset({"/healthz", "/livez", "/readyz", "/metrics"})
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -35,11 +37,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     serve = ext_sub.add_parser("serve", help="serve filter, prioritize, bind and preempt over HTTP(S)")
     serve.add_argument("--policy", required=True, help="built-in name (custom-label), path/to/policy.py, pkg.mod:attr")
     add_plugins_from_flag(serve, "--policy and its plugins")
-    src = serve.add_argument_group("cluster source (one of)")
+    src = serve.add_argument_group(
+        "cluster source", "a cluster found as kubectl finds it (--kubeconfig, $KUBECONFIG, in-cluster, ~/.kube/config),"
+        " or --nodes FILE"
+    )  # fmt: skip
     src.add_argument("--nodes", type=Path, help="file of Node objects (NodeList or list, JSON or YAML): no cluster")
-    src.add_argument("--kubeconfig", help="list+watch nodes (and pods) from this cluster; also used to bind")
-    src.add_argument("--in-cluster", action="store_true", help="use the pod's service account")
-    serving.add_context_flag(src)
+    connection.add_flags(src, what="list+watch nodes (and pods) from this cluster and bind (with --nodes: only bind)")
     serve.add_argument(
         "--watch-pods",
         choices=("auto", "yes", "no"),
@@ -59,7 +62,18 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     serve.add_argument("--prefix", default="", help="URL path prefix of the verbs, e.g. /scheduler")
     serve.add_argument("--tls-cert", type=Path, help="serve HTTPS with this certificate (PEM)")
     serve.add_argument("--tls-key", type=Path, help="private key of --tls-cert")
-    serve.add_argument("--client-ca", type=Path, help="require client certificates signed by this CA")
+    serve.add_argument(
+        "--client-ca",
+        type=Path,
+        help="the verbs need a client certificate signed by this CA (kube-scheduler's tlsConfig); /healthz, /livez,"
+        " /readyz and /metrics stay open for probes and scrapes",
+    )
+    serve.add_argument(
+        "--scheduler-name",
+        metavar="NAME",
+        help="bind only pods whose spec.schedulerName is NAME, the kube-scheduler profile calling this extender"
+        " (default: the policy's profile's, default-scheduler unless it says otherwise)",
+    )
     serving.add_limit_flags(serve, max_body=DEFAULT_MAX_BODY)
     kube_version.add_flag(serve, connected=True)
     logs.add_flags(serve)
@@ -79,9 +93,6 @@ def run_serve(args: argparse.Namespace) -> int:
     if not args.reservation_ttl > 0 or args.reservation_ttl == float("inf"):
         raise CLIError(f"--reservation-ttl: must be a positive number of seconds (got {args.reservation_ttl:g})")
     limits = serving.limits_from(args)
-    sources = sum(bool(x) for x in (args.nodes, args.in_cluster)) + (bool(args.kubeconfig) and not args.nodes)
-    if sources == 0:
-        raise CLIError("give a cluster source: --nodes FILE, --kubeconfig PATH or --in-cluster")
     if args.nodes and args.in_cluster:
         raise CLIError("--nodes and --in-cluster exclude each other")
     chosen = kube_version.selected(args)
@@ -97,11 +108,10 @@ def run_serve(args: argparse.Namespace) -> int:
         except ClusterFileError as err:
             raise CLIError(str(err)) from None
         log.info("node cache loaded from %s: %d nodes, %d pods", args.nodes, n_nodes, n_pods)
-    try:
-        kubeconfig = None if args.in_cluster else args.kubeconfig
-        conn = connect(kubeconfig, args.context) if (args.kubeconfig or args.in_cluster) else None
-    except (KubeConfigError, OSError) as err:
-        raise CLIError(str(err)) from None
+    # With --nodes, a cluster only to bind through, when named; else the cluster kubectl would talk to.
+    conn = None
+    if not args.nodes or args.kubeconfig:
+        conn = connection.connection(args, otherwise="or --nodes FILE to serve a file's nodes without a cluster")
     # The policy's plugins follow --kubernetes-version, else the cluster's /version, else the reference.
     release = kube_version.for_connection(args, conn) if conn is not None else (chosen or REFERENCE)
     try:
@@ -117,16 +127,21 @@ def run_serve(args: argparse.Namespace) -> int:
         log.warning("--watch-pods no: %s (watch them: --watch-pods auto)", blind)
     try:
         # Reloaded when the files change (a renewed certificate or client CA).
-        tls = ServingTLS(args.tls_cert, args.tls_key, args.client_ca) if args.tls_cert else None
+        tls = (
+            ServingTLS(args.tls_cert, args.tls_key, args.client_ca, optional_client_cert=True)
+            if args.tls_cert
+            else None
+        )
     except (ssl.SSLError, OSError, ValueError) as err:
         raise CLIError(f"--tls-cert/--tls-key/--client-ca: cannot load: {err}") from None
 
     async def main() -> None:
         client = KubeClient(conn) if conn else None
         ledger = Ledger(cache, ttl=args.reservation_ttl)
-        service = ExtenderService(policy, framework, cache, client, ledger)
+        service = ExtenderService(policy, framework, cache, client, ledger, scheduler_name=args.scheduler_name)
         dispatcher = Dispatcher(service, prefix=args.prefix, max_body=args.max_body_bytes)
-        server = HTTPServer(dispatcher, host, port, tls.context if tls else None, limits)
+        open_paths = OPEN_PATHS if args.client_ca else None
+        server = HTTPServer(dispatcher, host, port, tls.context if tls else None, limits, open_paths)
         tasks = []
         if tls is not None:
             dispatcher.metrics.registry.register(tls)
@@ -144,6 +159,8 @@ def run_serve(args: argparse.Namespace) -> int:
             raise CLIError(f"--listen {args.listen}: {err.strerror or err}") from None
         scheme = "https" if tls else "http"
         log.info("serving policy %s on %s://%s:%d%s", policy.name, scheme, host, port, args.prefix)
+        if client is not None:
+            log.info("binding only pods of scheduler %s", service.scheduler_name)
         try:
             await wait_for_stop_signal()
         finally:

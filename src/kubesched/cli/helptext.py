@@ -20,9 +20,11 @@ HELP: dict[str, tuple[str, tuple[tuple[str, str], ...]]] = {
     ),
     "kubesched extender serve": (
         "Serve a policy as a kube-scheduler extender: POST /filter, /prioritize, /bind, /preempt, plus "
-        "/healthz, /readyz and /metrics. Nodes come from a file (--nodes) or a cluster's list + watch.",
+        "/healthz, /readyz and /metrics. Nodes come from a file (--nodes) or a cluster's list + watch; the cluster is "
+        "found as kubectl finds it: --kubeconfig, else $KUBECONFIG, else in-cluster in a pod, else ~/.kube/config.",
         (
             ("on a node file, for a try", "kubesched extender serve --policy custom-label --nodes examples/nodes.yaml"),
+            ("against the cluster kubectl talks to", "kubesched extender serve --policy custom-label"),
             (
                 "against a cluster, over HTTPS",
                 "kubesched extender serve --policy custom-label --kubeconfig ~/.kube/config "
@@ -75,6 +77,13 @@ HELP: dict[str, tuple[str, tuple[tuple[str, str], ...]]] = {
     "kubesched dev-cluster restart-scheduler": (
         "",
         (("run kube-scheduler with another config", "kubesched dev-cluster restart-scheduler --config sched-v2.yaml"),),
+    ),
+    "kubesched dev-cluster down": (
+        "",
+        (
+            ("stop the dev-cluster started in another terminal (or in the background)", "kubesched dev-cluster down"),
+            ("stop one of several", "kubesched dev-cluster down --dir /tmp/kubesched-cp-b3wvpsbo"),
+        ),
     ),
     "kubesched dev-cluster build": (
         "Build (once, then cached) the etcd, kube-apiserver and kube-scheduler binaries from the Go module proxy.",

@@ -18,6 +18,7 @@ from kubesched.versions import REFERENCE, SUPPORTED, Release, for_server, parse_
 
 log = logging.getLogger("kubesched")
 VERSION_TIMEOUT = 10.0  # seconds for the one GET /version at start-up
+VERSION_ATTEMPTS = 3  # a connection reset or refused is asked again (after 0.5 s, then 1 s)
 
 
 class _Version(msgspec.Struct):
@@ -54,12 +55,24 @@ def release(args: argparse.Namespace) -> Release:
 async def server_release(client: KubeClient) -> Release:
     """The release to follow against the server ``client`` talks to (its /version); the reference, with a warning,
     when the server cannot say."""
-    try:
-        data = await client.request("GET", "/version", time_limit=VERSION_TIMEOUT)
-        info = msgspec.json.decode(data, type=_Version)
-    except (ClusterError, TransportError, msgspec.DecodeError, OSError) as err:
-        log.warning("cannot read the API server's /version (%s): following the reference v%s", err, REFERENCE.version)
-        return REFERENCE
+    for attempt in range(VERSION_ATTEMPTS):
+        try:
+            data = await client.request("GET", "/version", time_limit=VERSION_TIMEOUT)
+            info = msgspec.json.decode(data, type=_Version)
+            break
+        except (TransportError, OSError) as err:  # a reset or refused connection: asked again, briefly
+            if attempt + 1 < VERSION_ATTEMPTS:
+                await asyncio.sleep(0.5 * 2**attempt)
+                continue
+            log.warning(
+                "cannot read the API server's /version (%s): following the reference v%s", err, REFERENCE.version
+            )
+            return REFERENCE
+        except (ClusterError, msgspec.DecodeError) as err:
+            log.warning(
+                "cannot read the API server's /version (%s): following the reference v%s", err, REFERENCE.version
+            )
+            return REFERENCE
     found, warning = for_server(info.major, info.minor)
     if warning is not None:
         log.warning("%s", warning)

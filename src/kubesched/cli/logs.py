@@ -86,6 +86,39 @@ class JSONFormatter(logging.Formatter):
         return json.dumps(entry, default=str)
 
 
+class OneTracebackPerBug(logging.Filter):
+    """Lets through the first record of each bug (an exception of one type and message, raised at one place), with its
+    traceback, and counts the later ones instead: `scheduler run --cluster` reports a plugin's bug once, however many
+    pods it fails (each pod's line says it). `summary` says what was dropped."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.bugs: dict[tuple[str, str, str, int], tuple[str, int]] = {}  # key -> (first message, later records)
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        err = record.exc_info[1] if record.exc_info else None
+        if err is None or record.levelno < logging.ERROR:
+            return True
+        tb = err.__traceback__
+        while tb is not None and tb.tb_next is not None:
+            tb = tb.tb_next
+        where = (tb.tb_frame.f_code.co_filename, tb.tb_lineno) if tb is not None else ("", 0)
+        key = (f"{type(err).__module__}.{type(err).__qualname__}", str(err), *where)
+        seen = self.bugs.get(key)
+        if seen is None:
+            self.bugs[key] = (record.getMessage(), 0)
+            return True
+        self.bugs[key] = (seen[0], seen[1] + 1)
+        return False
+
+    def summary(self) -> list[str]:
+        """One line per bug: its first message and how many more times it happened."""
+        return [
+            f"{message}{f' and {more} more time(s)' if more else ''}; traceback above"
+            for message, more in self.bugs.values()
+        ]
+
+
 # --log-level (kept for scripts) in kube-scheduler's -v terms; warning/error also raise the floor.
 LEVELS = {
     "debug": (4, logging.DEBUG),

@@ -15,6 +15,7 @@ from kubesched.cli import (
     explain_cmd,
     extender_cmd,
     helptext,
+    kubectl_plugin_cmd,
     manifests_cmd,
     plugins_cmd,
     scheduler_cmd,
@@ -63,6 +64,7 @@ def build_parser() -> argparse.ArgumentParser:
     scheduler_cmd.register(sub)
     snapshot_cmd.register(sub)
     explain_cmd.register(sub)
+    kubectl_plugin_cmd.register(sub)
     simulate_cmd.register(sub)
     plugins_cmd.register(sub)
     webhook_cmd.register(sub)

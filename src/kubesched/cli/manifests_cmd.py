@@ -14,12 +14,11 @@ from pathlib import Path
 import yaml
 
 from kubesched import pki
-from kubesched.cli import kube_version
+from kubesched.cli import kube_version, manifests_extender
 from kubesched.cli.certs_cmd import service_names
 from kubesched.cli.manifests_scheduler import scheduler_plan
 from kubesched.cli.webhook_cmd import managed_resources
 from kubesched.cluster.cache import ClusterCache
-from kubesched.config.v1 import ManagedResource
 from kubesched.deploy import extender, helm_values, render, scheduler, webhook
 from kubesched.deploy.plan import (
     DEFAULT_EXCLUDED,
@@ -32,15 +31,12 @@ from kubesched.deploy.plan import (
     FAIL_CLOSED_LABEL,
     KUBE_SCHEDULER_IMAGE,
     DeployError,
-    ExtenderPlan,
     Plan,
     WebhookPlan,
     WebhookRules,
     WebhookTLS,
 )
 from kubesched.errors import CLIError
-from kubesched.policies import PolicyError, is_builtin
-from kubesched.policies import load as load_policy
 from kubesched.webhook import rules_file as webhook_config
 from kubesched.webhook.feasibility import Feasibility
 from kubesched.webhook.rules import PythonRule, RequireLabel
@@ -62,6 +58,7 @@ _OPTIONS = {
     "rules.files": "--webhook-config",
     "plugin_files": "--plugin-module",
     "tls": "--certs-dir",
+    "extender.tls": "--extender-certs-dir",
     "plan": "MODE",
 }
 
@@ -105,6 +102,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         metavar="NAME",
         help=f"schedulerName of the second kube-scheduler ({DEFAULT_EXTENDER_SCHEDULER_NAME})",
     )
+    manifests_extender.add_flags(ext)
     sch = p.add_argument_group("scheduler (scheduler, all)")
     sch.add_argument(
         "--config",
@@ -126,7 +124,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     certs = hook.add_mutually_exclusive_group()
     certs.add_argument("--certs-dir", metavar="DIR", type=Path, help="ca.crt, tls.crt, tls.key made by kubesched certs")
-    certs.add_argument("--generate-certs", action="store_true", help="make a new CA and serving certificate")
+    certs.add_argument(
+        "--generate-certs", action="store_true",
+        help="make a new CA and serving certificate (the webhook's; with --bind the extender's and kube-scheduler's)",
+    )  # fmt: skip
     hook.add_argument(
         "--cert-days", metavar="N", type=int, default=365, help="validity of generated certificates (default 365)"
     )
@@ -176,6 +177,12 @@ def run(args: argparse.Namespace) -> int:
                     "kubesched: note: the values hold the webhook's private key (webhook.certificates.key)",
                     file=sys.stderr,
                 )
+            if plan.extender is not None and plan.extender.tls is not None and not args.generate_certs:
+                print(
+                    "kubesched: note: the values hold the extender's and kube-scheduler's private keys "
+                    "(extender.certificates.key, .clientKey)",
+                    file=sys.stderr,
+                )
             return 0
         files = render.kustomize_base(plan) if args.kustomize else render.files(objects)
     except DeployError as err:
@@ -187,10 +194,9 @@ def run(args: argparse.Namespace) -> int:
         secrets = {n for n, o in zip(render.file_names(objects), objects, strict=True) if o["kind"] == "Secret"}
         _write(args.output, files, private=secrets)
     if args.generate_certs:
-        print(
-            "kubesched: note: the output holds the webhook's private key (Secret kubesched-webhook-tls)",
-            file=sys.stderr,
-        )
+        ext_keys = f"{extender.TLS_SECRET}, {extender.CLIENT_SECRET}"
+        keys = [n for n, on in (("kubesched-webhook-tls", plan.webhook), (ext_keys, plan.extender)) if on]
+        print(f"kubesched: note: the output holds private keys (Secrets {', '.join(keys)})", file=sys.stderr)
     return 0
 
 
@@ -222,31 +228,34 @@ def build_plan(args: argparse.Namespace) -> Plan:
     wants_extender, wants_scheduler, wants_webhook = (mode in (m, "all") for m in ("extender", "scheduler", "webhook"))
     _refuse(args, "--policy", args.policy is not None, wants_extender)
     _refuse(args, "--bind", args.bind, wants_extender)
+    _refuse(args, "--watch-pods", args.watch_pods != "auto", wants_extender)
+    _refuse(args, "--extender-certs-dir", args.extender_certs_dir is not None, wants_extender and args.bind)
     _refuse(args, "--extender-scheduler-name", args.extender_scheduler_name is not None, mode != "scheduler")
     _refuse(args, "--config", args.config is not None, wants_scheduler)
     _refuse(args, "--plugin-module", bool(args.plugin_module), wants_scheduler)
     for flag, given in (
         ("--webhook-config", args.webhook_config is not None),
         ("--certs-dir", args.certs_dir is not None),
-        ("--generate-certs", args.generate_certs),
         ("--exclude-namespace", bool(args.exclude_namespace)),
         ("--fail-closed-label", args.fail_closed_label != "=".join(FAIL_CLOSED_LABEL)),
         ("--validating-failure-policy", args.validating_failure_policy is not None),
         ("--webhook-managed-resource", bool(args.webhook_managed_resource)),
     ):
         _refuse(args, flag, given, wants_webhook)
+    _refuse(args, "--generate-certs", args.generate_certs, wants_webhook or (wants_extender and args.bind))
     if args.kustomize and args.output is None:
         raise CLIError("--kustomize: give the directory with -o DIR")
-    if args.kustomize and (args.certs_dir or args.generate_certs):
+    if args.kustomize and (args.certs_dir or args.generate_certs or args.extender_certs_dir):
         raise CLIError(
-            "--kustomize: the base makes the webhook's Secret from DIR/certs/; drop --certs-dir/--generate-certs"
+            "--kustomize: the base makes the Secrets from DIR/certs/ (and DIR/extender-certs/); drop "
+            "--certs-dir/--extender-certs-dir/--generate-certs"
         )
     if wants_webhook and not args.kustomize and not (args.certs_dir or args.generate_certs):
         raise CLIError(
             "the webhook needs a serving certificate: --certs-dir DIR (see kubesched certs) or --generate-certs"
         )
     names = _scheduler_names(args)
-    ext = _extender_plan(args, names["extender"]) if wants_extender else None
+    ext = manifests_extender.extender_plan(args, names["extender"]) if wants_extender else None
     sched = scheduler_plan(args, names["scheduler"], args.namespace) if wants_scheduler else None
     hook = None
     if wants_webhook:
@@ -289,36 +298,6 @@ def _scheduler_names(args: argparse.Namespace) -> dict[str, str]:
         "scheduler": args.scheduler_name or DEFAULT_SCHEDULER_NAME,
         "extender": args.extender_scheduler_name or DEFAULT_EXTENDER_SCHEDULER_NAME,
     }
-
-
-def _extender_plan(args: argparse.Namespace, scheduler_name: str) -> ExtenderPlan:
-    spec = args.policy or DEFAULT_POLICY
-    module = spec.rpartition(":")[0] or spec
-    if not (args.load_plugins or is_builtin(spec)) and (module.endswith(".py") or "." in module):
-        # Its managed resources set the extender's flags and RBAC: only importing it tells them.
-        raise CLIError(
-            f"--policy {spec}: rendering a policy that is not built in imports it, which runs its code on this "
-            "machine: add --load-plugins (see docs/security.md)"
-        )
-    try:
-        policy = load_policy(spec)
-    except PolicyError as err:
-        raise CLIError(f"--policy: {err}") from None
-    target, sep, attr = spec.partition(":")
-    files: dict[str, str] = {}
-    if target.endswith(".py"):
-        # The file goes into a ConfigMap and is mounted; the container loads it from there.
-        path = Path(target)
-        files[path.name] = _read(path, "--policy")
-        spec = f"{extender.POLICY_DIR}/{path.name}" + (f":{attr}" if sep else "")
-    return ExtenderPlan(
-        policy=spec,
-        policy_files=files,
-        managed_resources=tuple(ManagedResource(r.name, r.ignored_by_scheduler) for r in policy.managed_resources),
-        bind=args.bind,
-        scheduler_name=scheduler_name,
-        kube_scheduler_image=args.kube_scheduler_image or kube_version.release(args).kube_scheduler_image,
-    )
 
 
 def _webhook_rules(path: Path | None, scheduler_names: list[str], load_plugins: bool = False) -> WebhookRules:

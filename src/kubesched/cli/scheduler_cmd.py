@@ -5,22 +5,19 @@ from __future__ import annotations
 import argparse
 import asyncio
 import dataclasses
-import json
 import logging
 from collections.abc import Callable
 from pathlib import Path
 
-from kubesched.cli import kube_version, logs, tables
+from kubesched.cli import connection, kube_version, logs
 from kubesched.cli.plugins_cmd import add_plugins_from_flag, image_only
+from kubesched.cli.scheduler_dry_run import run_in_memory
 from kubesched.cli.scheduler_live import LiveOptions, serve
-from kubesched.cluster.cache import ClusterCache
-from kubesched.cluster.files import ClusterFileError, read_cluster
-from kubesched.cluster.kubeclient import KubeConfigError, connect
-from kubesched.cluster.resources import ResourceObjects
-from kubesched.cluster.storage import volume_objects
 from kubesched.config.check import validate_configuration, validate_file
 from kubesched.config.duration import Duration
 from kubesched.config.profiles import (
+    DEFAULT_LEASE_NAME,
+    DEFAULT_LEASE_NAMESPACE,
     LIVE_DEFAULT_PROFILE,
     LeaderElectionConfig,
     SchedulerConfiguration,
@@ -28,13 +25,9 @@ from kubesched.config.profiles import (
 )
 from kubesched.errors import CLIError, ConfigurationError, FieldError
 from kubesched.framework.interfaces import Handle
-from kubesched.scheduler.engine.queue import ManualClock
-from kubesched.scheduler.engine.scheduler import Scheduler
-from kubesched.scheduler.engine.state import Placement
-from kubesched.scheduler.memory import MemoryCluster, run_until_settled
+from kubesched.scheduler.decisions import DEFAULT_RECORDS
 from kubesched.scheduler.profiles.manager import Built, PluginSource, load_registry
 from kubesched.scheduler.profiles.manager import build as build_profiles
-from kubesched.scheduler.remote.extenders import ExtenderSet
 from kubesched.versions import REFERENCE, Release
 
 log = logging.getLogger("kubesched.scheduler")
@@ -61,9 +54,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     run.add_argument("--config", type=Path, help="KubeSchedulerConfiguration (v1) file; reloaded when it changes")
     run.add_argument("--cluster", type=Path, help="nodes and pods (YAML/JSON): schedule them in memory and print")
     run.add_argument("-o", "--output", choices=("text", "json"), default="text", help="with --cluster: output format")
-    run.add_argument("--kubeconfig", help="kubeconfig of the cluster (default: $KUBECONFIG, else in-cluster)")
-    run.add_argument("--in-cluster", action="store_true", help="use the pod's service account")
-    run.add_argument("--context", help="kubeconfig context to use (default: its current-context)")
+    connection.add_flags(run, what="the cluster (over the --config file's clientConnection.kubeconfig)")
     run.add_argument(
         "--fail-on-pending",
         action="store_true",
@@ -91,11 +82,23 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         ("--leader-elect-retry-period", "the wait between tries to take or renew the Lease (default 2s)"),
     ):
         le.add_argument(flag, type=_duration, metavar="DURATION", help=what)
-    le.add_argument("--leader-elect-resource-name", metavar="NAME", help="the Lease's name (default kubesched)")
     le.add_argument(
-        "--leader-elect-resource-namespace", metavar="NS", help="the Lease's namespace (default kube-system)"
+        "--leader-elect-resource-name", metavar="NAME", help=f"the Lease's name (default {DEFAULT_LEASE_NAME})"
+    )
+    le.add_argument(
+        "--leader-elect-resource-namespace",
+        metavar="NS",
+        help=f"the Lease's namespace (default {DEFAULT_LEASE_NAMESPACE})",
     )
     run.add_argument("--reload-interval", type=float, default=2.0, help="seconds between checks of --config")
+    run.add_argument(
+        "--decision-records",
+        type=int,
+        default=DEFAULT_RECORDS,
+        metavar="N",
+        help=f"keep the last decision of N pods, served on --listen at /debug/decisions/NAMESPACE/NAME for "
+        f"`kubesched explain --scheduler` (default {DEFAULT_RECORDS}; about 0.5 kB each; 0: keep none)",
+    )
     add_plugins_from_flag(run, "the config's pluginModules (at start and on every reload)")
     run.add_argument(
         "--feature-gates",
@@ -254,6 +257,8 @@ def feature_gates(text: str) -> dict[str, bool]:
 def run_scheduler(args: argparse.Namespace) -> int:
     if args.reload_interval <= 0:
         raise CLIError("--reload-interval: must be positive")
+    if args.decision_records < 0:
+        raise CLIError(f"--decision-records: {args.decision_records} must be 0 or more")
     args.gates = feature_gates(args.feature_gates)
     kube_version.selected(args)  # an unsupported --kubernetes-version stops here, before anything
     if args.config is not None and not args.config.is_file():
@@ -269,7 +274,7 @@ def run_scheduler(args: argparse.Namespace) -> int:
         raise config_problem(err, args.config) from None
     try:
         if args.cluster is not None:
-            return run_in_memory(args, config)
+            return run_in_memory(args, builder(config, [], kube_version.release(args), image_only(args)))
         logs.setup(args.log_level, args.log_format, args.v)
         return run_live(args, config)
     except ConfigurationError as err:
@@ -294,12 +299,8 @@ def _listen(args: argparse.Namespace) -> tuple[str, int]:
 
 def run_live(args: argparse.Namespace, config: SchedulerConfiguration) -> int:
     host, port = _listen(args)
-    # As kube-scheduler: clientConnection.kubeconfig of the file, else $KUBECONFIG, else in-cluster.
-    kubeconfig = None if args.in_cluster else args.kubeconfig or config.kubeconfig or None
-    try:
-        conn = connect(kubeconfig, args.context)
-    except (KubeConfigError, OSError) as err:
-        raise CLIError(str(err)) from None
+    # As kube-scheduler: --kubeconfig, else the file's clientConnection.kubeconfig; then the loading rule.
+    conn = connection.connection(args, args.kubeconfig or ("" if args.in_cluster else config.kubeconfig or ""))
     # --kubernetes-version, else the server's /version (the nearest supported release).
     release = kube_version.for_connection(args, conn)
     options = LiveOptions(
@@ -313,6 +314,7 @@ def run_live(args: argparse.Namespace, config: SchedulerConfiguration) -> int:
         args.reload_interval,
         batching=args.gates["OpportunisticBatching"],
         release=release,
+        decision_records=args.decision_records,
     )
     try:
         import uvloop
@@ -320,87 +322,3 @@ def run_live(args: argparse.Namespace, config: SchedulerConfiguration) -> int:
         return uvloop.run(serve(options))
     except ImportError:
         return asyncio.run(serve(options))
-
-
-def run_in_memory(args: argparse.Namespace, config: SchedulerConfiguration) -> int:
-    logging.basicConfig(level=logging.WARNING, format="kubesched: %(levelname)s: %(message)s")
-    try:
-        found = read_cluster(args.cluster)
-    except ClusterFileError as err:
-        raise CLIError(str(err)) from None
-    for warning in found.warnings:
-        logging.getLogger("kubesched.cluster").warning("%s", warning)
-
-    async def main() -> tuple[list[Placement], list[tuple[str, str]], list[tuple[str, list[str], list[str]]]]:
-        clock = ManualClock()
-        resources = ResourceObjects(found.device_classes, found.resource_slices, found.resource_claims)
-        cluster = MemoryCluster(
-            found.nodes,
-            found.pods,
-            found.pdbs,
-            found.namespaces,
-            volumes=volume_objects(found.storage),
-            resources=resources,
-        )
-        scheduler = Scheduler(
-            ClusterCache(),
-            cluster,
-            builder(config, [], kube_version.release(args), image_only(args)),
-            clock=clock,
-            batching=args.gates["OpportunisticBatching"],
-            extenders=ExtenderSet,
-            # The file's Services, ReplicaSets… give PodTopologySpread's default constraints their selector.
-            default_selector=found.workloads.default_selector,
-            volumes=cluster.volumes,
-            resources=resources,
-        )
-        cluster.attach(scheduler)
-        await run_until_settled(scheduler, clock)
-        preempted = [(e.regarding, e.note) for e in cluster.events if e.reason == "Preempted"]
-        return cluster.placements(), preempted, allocated_claims(resources)
-
-    placements, preempted, claims = asyncio.run(main())
-    if args.output == "json":
-        out = {
-            "placements": [{"pod": p.pod, "node": p.node, "reason": p.reason} for p in placements],
-            "preemptions": [{"pod": pod, "note": note} for pod, note in preempted],
-        }
-        if claims:
-            out["claims"] = [{"claim": c, "devices": d, "reservedFor": r} for c, d, r in claims]
-        print(json.dumps(out, indent=2))
-    else:
-        print_placements(placements, preempted)
-        for claim, devices, reserved in claims:
-            print(f"claim {claim}: {', '.join(devices)} (reserved for {', '.join(reserved) or 'nobody'})")
-    pending = sum(1 for p in placements if not p.node)
-    return 1 if pending and args.fail_on_pending else 0
-
-
-def allocated_claims(resources: ResourceObjects) -> list[tuple[str, list[str], list[str]]]:
-    """Each allocated ResourceClaim: its key, its devices (driver/pool/device) and the pods it is reserved for."""
-    out = []
-    for key, claim in sorted(resources.claims().items()):
-        allocation = claim.status.allocation
-        if allocation is None:
-            continue
-        devices = [f"{r.driver}/{r.pool}/{r.device}" for r in allocation.devices.results or []]
-        out.append((key, devices, [r.name for r in claim.status.reserved_for or []]))
-    return out
-
-
-def print_placements(placements: list[Placement], preempted: list[tuple[str, str]]) -> None:
-    """Where each pod went or why not, the preemptions, a summary: a table at a terminal, else plain lines."""
-    placed = sum(1 for p in placements if p.node)
-    rows = [(p.pod, p.node or "", "" if p.node else (p.reason or "")) for p in placements]
-    rows += [(pod, "", f"preempted: {note}") for pod, note in preempted]
-    if tables.table(("POD", "NODE", "NOT SCHEDULED / PREEMPTED"), rows):
-        print(f"{placed}/{len(placements)} pending pod(s) scheduled")
-        return
-    width = max((len(p.pod) for p in placements), default=0)
-    lines = [
-        f"{p.pod:<{width}}  -> {p.node}" if p.node else f"{p.pod:<{width}}  not scheduled: {p.reason}"
-        for p in placements
-    ]
-    lines += [f"{pod} preempted: {note}" for pod, note in preempted]
-    lines.append(f"{placed}/{len(placements)} pending pod(s) scheduled")
-    print("\n".join(lines))

@@ -33,6 +33,7 @@ from kubesched.config.profiles import SchedulerConfiguration
 from kubesched.errors import ConfigurationError
 from kubesched.framework.interfaces import Handle
 from kubesched.http.server import HTTPServer
+from kubesched.scheduler.decisions import DEFAULT_RECORDS, DecisionRecords, RecordingWriter
 from kubesched.scheduler.engine.scheduler import Scheduler
 from kubesched.scheduler.profiles.manager import Built, Reloader, module_files
 from kubesched.scheduler.remote.apiserver import APIServerWriter
@@ -61,6 +62,7 @@ class LiveOptions:
     identity: str | None = None
     batching: bool = True  # the OpportunisticBatching feature gate
     release: Release = REFERENCE  # the Kubernetes release followed (already given to ``build`` and ``reload``)
+    decision_records: int = DEFAULT_RECORDS  # pods whose last decision /debug/decisions keeps (0: none)
 
 
 async def serve(options: LiveOptions) -> int:
@@ -84,6 +86,7 @@ async def serve(options: LiveOptions) -> int:
             await lease_client.aclose()
 
     objects = ClusterObjects()  # PodDisruptionBudgets and namespaces: the watches write, the plugins read
+    records = DecisionRecords(options.decision_records)
     backend = APIServerWriter(
         client,
         qps=config.qps,
@@ -102,7 +105,7 @@ async def serve(options: LiveOptions) -> int:
         # The one build of the configuration (ConfigurationError: the command reports every problem, exit 2).
         scheduler = Scheduler(
             cache,
-            backend,
+            RecordingWriter(backend, records) if records.size else backend,
             options.build,
             batching=options.batching,
             extenders=ExtenderSet,
@@ -123,7 +126,8 @@ async def serve(options: LiveOptions) -> int:
     log.info("authenticated to %s as %s", options.connection.server, user or "(not checked: server not reachable)")
     if elector is not None:
         scheduler.metrics.master_status.labels(election.resource_name).set(0)  # a standby until it leads
-    server = HTTPServer(SchedulerRoutes(scheduler.metrics, lambda: cache.synced.is_set()), options.host, options.port)
+    routes = SchedulerRoutes(scheduler.metrics, lambda: cache.synced.is_set(), records)
+    server = HTTPServer(routes, options.host, options.port)
     try:
         await server.start()
     except OSError as bind_err:

@@ -116,10 +116,6 @@ def limits_from(args: argparse.Namespace) -> Limits:
     )
 
 
-def add_context_flag(parser: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
-    parser.add_argument("--context", help="kubeconfig context to use (default: its current-context)")
-
-
 async def authenticate(client: KubeClient, log: logging.Logger) -> None:
     """Stop with a clear error when the cluster's credentials cannot be obtained or are refused (at startup)."""
     try:

@@ -9,7 +9,8 @@ import logging
 import sys
 from pathlib import Path
 
-from kubesched.cluster.kubeclient import KubeClient, KubeConfigError, connect
+from kubesched.cli import connection
+from kubesched.cluster.kubeclient import KubeClient
 from kubesched.cluster.snapshot import CHUNK_SIZE, SnapshotError, take, write_atomically
 from kubesched.errors import CLIError
 
@@ -43,8 +44,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         description=DESCRIPTION,
         epilog=EPILOG,
     )
-    snap.add_argument("--kubeconfig", help="kubeconfig of the cluster (default: $KUBECONFIG, else in-cluster)")
-    snap.add_argument("--context", help="kubeconfig context to use (default: its current-context)")
+    connection.add_flags(snap)
     snap.add_argument("-n", "--namespace", default="", help="only the pending pods (and their workloads) of NS")
     snap.add_argument("-o", "--output", type=Path, required=True, help="the cluster file to write (YAML)")
     snap.add_argument(
@@ -62,10 +62,7 @@ def run_snapshot(args: argparse.Namespace) -> int:
         raise CLIError(f"--chunk-size: {args.chunk_size} must be at least 1")
     if not args.output.parent.is_dir():
         raise CLIError(f"--output: {args.output.parent} is not a directory")
-    try:
-        conn = connect(args.kubeconfig, args.context)
-    except (KubeConfigError, OSError) as err:
-        raise CLIError(str(err)) from None
+    conn = connection.connection(args)
 
     async def main() -> None:
         client = KubeClient(conn, 60.0, connections=2, user_agent="kubesched/snapshot")

@@ -8,12 +8,12 @@ import logging
 import ssl
 from pathlib import Path
 
-from kubesched.cli import logs, serving
+from kubesched.cli import connection, logs, serving
 from kubesched.cli.plugins_cmd import add_plugins_from_flag, image_only
 from kubesched.cli.serving import parse_listen, wait_for_stop_signal
 from kubesched.cluster.cache import ClusterCache
 from kubesched.cluster.files import ClusterFileError, read_objects
-from kubesched.cluster.kubeclient import KubeClient, KubeConfigError, connect
+from kubesched.cluster.kubeclient import KubeClient
 from kubesched.cluster.source import KubeSource
 from kubesched.config.validation import qualified_name_errors
 from kubesched.errors import CLIError
@@ -35,9 +35,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     serve.add_argument("--tls-cert", type=Path, help="serving certificate (PEM); required: HTTPS only")
     serve.add_argument("--tls-key", type=Path, help="private key of --tls-cert; required")
     serve.add_argument("--listen", default="0.0.0.0:8443", help="HOST:PORT (default 0.0.0.0:8443)")
-    src = serve.add_argument_group("nodes for feasibility rules (default: $KUBECONFIG, else in-cluster)")
-    src.add_argument("--kubeconfig", help="list+watch nodes from this cluster")
-    serving.add_context_flag(src)
+    src = serve.add_argument_group(
+        "nodes for feasibility rules", "a cluster found as kubectl finds it (--kubeconfig, $KUBECONFIG, in-cluster,"
+        " ~/.kube/config), or --nodes FILE"
+    )  # fmt: skip
+    connection.add_flags(src, what="list+watch nodes from this cluster")
     src.add_argument("--nodes", type=Path, help="file of Node objects (NodeList or list, JSON or YAML): no cluster")
     serve.add_argument(
         "--managed-resource", action="append", default=[], metavar="NAME",
@@ -77,8 +79,8 @@ def run_serve(args: argparse.Namespace) -> int:
     tls = _tls(args.tls_cert, args.tls_key)
     limits = serving.limits_from(args)
     managed = managed_resources(args.managed_resource)
-    if args.nodes and args.kubeconfig:
-        raise CLIError("--nodes and --kubeconfig exclude each other")
+    if args.nodes and (args.kubeconfig or args.in_cluster):
+        raise CLIError("--nodes excludes --kubeconfig and --in-cluster")
     cache = ClusterCache()  # nodes only, never pods: feasibility asks "could it ever fit"
     try:
         config = webhook_config.load(args.config, cache, python="installed" if image_only(args) else "any")
@@ -86,8 +88,8 @@ def run_serve(args: argparse.Namespace) -> int:
         raise CLIError(str(err)) from None
     conn = None
     if not config.needs_nodes and not managed:
-        if args.nodes or args.kubeconfig:
-            log.info("no feasibility rule: --nodes/--kubeconfig not used")
+        if args.nodes or args.kubeconfig or args.in_cluster:
+            log.info("no feasibility rule: --nodes/--kubeconfig/--in-cluster not used")
         cache.synced.set()
     elif args.nodes:
         try:
@@ -98,11 +100,11 @@ def run_serve(args: argparse.Namespace) -> int:
         cache.synced.set()
         log.info("nodes loaded from %s: %d", args.nodes, len(nodes))
     else:
+        needs = "feasibility rules need nodes" if config.needs_nodes else "--managed-resource needs the cluster"
         try:
-            conn = connect(args.kubeconfig, args.context)
-        except (KubeConfigError, OSError) as err:
-            needs = "feasibility rules need nodes" if config.needs_nodes else "--managed-resource needs the cluster"
-            raise CLIError(f"{needs}: {err} (or give --nodes FILE)") from None
+            conn = connection.connection(args, otherwise="or give --nodes FILE")
+        except CLIError as err:
+            raise CLIError(f"{needs}: {err}") from None
 
     async def main() -> None:
         client = KubeClient(conn) if conn else None

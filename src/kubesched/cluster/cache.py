@@ -146,6 +146,10 @@ class ClusterCache:
     def pod_node(self, uid: str) -> str | None:
         return self._where.get(uid)
 
+    def sizes(self) -> dict[str, int]:
+        """kube-scheduler's scheduler_cache_size: nodes, pods (assumed ones included) and assumed pods."""
+        return {"assumed_pods": len(self._assumed), "nodes": len(self.table), "pods": len(self._where)}
+
     def is_assumed(self, uid: str) -> bool:
         return uid in self._assumed
 

@@ -1,13 +1,19 @@
 """Where the API server is and who we are: kubeconfig files (client-go's loading rules) or the pod's service account.
 
-client-go's rules, as ``kubectl`` and kube-scheduler apply them:
+One loading rule, `connect`, for every command that talks to a cluster (kubectl's and kube-scheduler's habits):
 
-* ``--kubeconfig PATH`` is the one file read; else ``$KUBECONFIG``, a list of paths separated by
-  ``os.pathsep`` (missing files skipped, at least one must exist); else the in-cluster service account;
-* files are merged: for clusters, users and contexts the first file that defines a name wins, and
-  the first file that sets ``current-context`` sets it; relative paths in an entry are resolved from
-  the directory of the file that defined it;
-* ``--context NAME`` selects a context other than the current one.
+1. ``--kubeconfig PATH``: that one file;
+2. else ``$KUBECONFIG``: a list of paths separated by ``os.pathsep`` (missing files skipped, at least one must
+   exist), merged as client-go merges them;
+3. else in-cluster, when running in a pod (``KUBERNETES_SERVICE_HOST``/``PORT`` set and the service account's
+   token mounted);
+4. else ``~/.kube/config`` (``$HOME/.kube/config``), kubectl's default;
+5. else a `KubeConfigError` naming exactly what to pass.
+
+Merging (client-go): for clusters, users and contexts the first file that defines a name wins, and the first file
+that sets ``current-context`` sets it; relative paths in an entry (certificate, key and token files, and an exec
+plugin's ``command`` when it contains a path separator) are resolved from the directory of the file that defined
+it. ``--context NAME`` selects a context other than the current one.
 
 The credentials (tokens, exec plugins, certificates) are produced by `credentials.py`.
 """
@@ -196,7 +202,7 @@ def from_kubeconfig(paths: Path | Sequence[Path], context: str | None = None) ->
             if isinstance(ext, dict) and ext.get("name") == EXEC_EXTENSION:
                 info["config"] = ext.get("extension")
         try:
-            ex = exec_config(exec_section, info, f"{uwhere}.exec")
+            ex = exec_config(_exec_resolved(exec_section, user.file, f"{uwhere}.exec"), info, f"{uwhere}.exec")
         except ValueError as err:
             raise KubeConfigError(str(err)) from None
     creds = Credentials(
@@ -213,6 +219,17 @@ def from_kubeconfig(paths: Path | Sequence[Path], context: str | None = None) ->
     except CredentialError as err:
         raise KubeConfigError(f"{source}: {err}") from None
     return Connection(str(server).rstrip("/"), context_ssl, source, creds, server_name, proxy)
+
+
+def _exec_resolved(section: Any, file: Path, where: str) -> Mapping[str, Any]:
+    """An exec plugin's ``command`` with a path separator resolved from the kubeconfig's directory, as client-go's
+    ResolvePaths does (``bin/get-token`` next to the file); a bare name (``aws``) is looked up on $PATH."""
+    if not isinstance(section, Mapping):
+        raise KubeConfigError(f"{where} is not a mapping")
+    command = section.get("command")
+    if not isinstance(command, str) or os.sep not in command or Path(command).is_absolute():
+        return section
+    return {**section, "command": str(file.parent / command)}
 
 
 def _proxy_url(value: object, where: str) -> str:
@@ -247,11 +264,42 @@ def in_cluster(directory: Path = SERVICE_ACCOUNT_DIR, env: Mapping[str, str] = o
     return Connection(f"https://{host}:{port}", context_ssl, "in-cluster", creds)
 
 
-def connect(kubeconfig: str | None, context: str | None = None) -> Connection:
-    """A kubeconfig path, else $KUBECONFIG (several paths merged), else the in-cluster service account."""
-    paths = kubeconfig_paths(kubeconfig)
+def recommended_home_file(env: Mapping[str, str] = os.environ) -> Path:
+    """kubectl's default kubeconfig, ``$HOME/.kube/config`` (client-go's RecommendedHomeFile)."""
+    home = env.get("HOME") or str(Path.home())
+    return Path(home) / ".kube" / "config"
+
+
+def in_pod(env: Mapping[str, str] = os.environ, directory: Path = SERVICE_ACCOUNT_DIR) -> bool:
+    """Whether this process runs in a pod with a service account: what client-go's InClusterConfig needs."""
+    return (
+        bool(env.get("KUBERNETES_SERVICE_HOST") and env.get("KUBERNETES_SERVICE_PORT"))
+        and (directory / "token").is_file()
+    )
+
+
+def connect(
+    kubeconfig: str | None,
+    context: str | None = None,
+    *,
+    env: Mapping[str, str] = os.environ,
+    service_account: Path = SERVICE_ACCOUNT_DIR,
+) -> Connection:
+    """The one loading rule (the module's docstring): ``kubeconfig`` (``--kubeconfig``), else $KUBECONFIG (several
+    paths merged), else in-cluster when in a pod (not with ``context``: a context names a kubeconfig's entry), else
+    ~/.kube/config, else a KubeConfigError that says what to pass."""
+    paths = kubeconfig_paths(kubeconfig, env)
     if paths:
         return from_kubeconfig(paths, context)
-    if context:
-        raise KubeConfigError(f"--context {context}: no kubeconfig (give --kubeconfig or set KUBECONFIG)")
-    return in_cluster()
+    if not context and in_pod(env, service_account):
+        return in_cluster(service_account, env)
+    home = recommended_home_file(env)
+    if home.is_file():
+        return from_kubeconfig([home], context)
+    note = ""
+    if env.get("KUBERNETES_SERVICE_HOST") and not context:
+        note = f" (KUBERNETES_SERVICE_HOST is set, but {service_account / 'token'} is not there)"
+    raise KubeConfigError(
+        "no cluster to talk to: give --kubeconfig FILE, set KUBECONFIG=FILE, run in a pod with a service account"
+        f"{note}, or create {home}"
+    )

@@ -35,6 +35,7 @@ from kubesched.core.nodecolumns import (
 )
 from kubesched.core.nodeindex import BoolColumn, Rows, TaintIndex, image_index, taint_index
 from kubesched.core.nodetree import NodeTree
+from kubesched.core.podindex import PodIndex
 from kubesched.core.podinfo import HostPort, PodInfo
 
 _EMPTY: dict[str, Any] = {}
@@ -69,6 +70,7 @@ class NodeTable:
         self.derived: dict[object, Any] = {}
         self._free_cols: dict[str, IntColumn] = {}  # by usage key, kept current row by row like the requested ones
         self._affinity_pods: dict[str, tuple[int, PodInfo]] = {}
+        self.pod_index = PodIndex(self)  # pods grouped by labels and by affinity terms (core/podindex.py)
         self._names_gen = 0
         self._tree = NodeTree()  # kube-scheduler's node tree: rows per zone, for ordered_rows
         self._name_array: npt.NDArray[np.object_] | None = None
@@ -222,6 +224,7 @@ class NodeTable:
         self._alive[row] = False
         for uid in self._pods[row]:
             self._affinity_pods.pop(uid, None)
+        self.pod_index.remove_row(row, self._pods[row])
         self._pods[row] = {}
         self._free.append(row)
         if node is not None and node.spec.taints:
@@ -258,6 +261,7 @@ class NodeTable:
             self._account(row, pods[pod.uid], -1)
         pods[pod.uid] = pod
         self._account(row, pod, +1)
+        self.pod_index.add(row, pod)
         if pod.has_pod_affinity:
             self._affinity_pods[pod.uid] = (row, pod)
         self.generation += 1
@@ -267,6 +271,7 @@ class NodeTable:
         if pod is not None:
             self._account(row, pod, -1)
             self._affinity_pods.pop(uid, None)
+            self.pod_index.remove(row, uid)
             self.generation += 1
         return pod
 

@@ -37,10 +37,19 @@ def values(plan: Plan, *, generate_certs: bool = False, cert_days: int = 365) ->
             "policy": ext.policy.removeprefix(f"{extender.POLICY_DIR}/"),
             "policyFiles": dict(ext.policy_files),
             "managedResources": managed,
+            "watchPods": ext.watch_pods,
             "bind": ext.bind,
             "schedulerName": ext.scheduler_name,
             "kubeSchedulerImage": ext.kube_scheduler_image,
         }
+        if ext.bind:
+            ext_certs: Values = {"mode": "generate", "days": cert_days}
+            if not generate_certs and ext.tls is not None:
+                t = ext.tls
+                pems = {"ca": t.ca_pem, "cert": t.cert_pem, "key": t.key_pem}
+                pems |= {"clientCert": t.client_cert_pem, "clientKey": t.client_key_pem}
+                ext_certs = {"mode": "provided", **{k: v.decode("ascii") for k, v in pems.items()}}
+            out["extender"]["certificates"] = ext_certs
     if plan.webhook is not None:
         hook = plan.webhook
         certificates: Values = {"mode": "generate", "days": cert_days}

@@ -33,6 +33,7 @@ DEFAULT_EXCLUDED = ("cert-manager",)
 FAIL_CLOSED_LABEL = ("kubesched.io/webhook", "enabled")
 
 FailurePolicy = Literal["Fail", "Ignore"]
+WatchPods = Literal["auto", "yes", "no"]
 
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
@@ -52,11 +53,25 @@ class DeployError(ConfigurationError):
 
 
 @dataclass(frozen=True)
+class ExtenderTLS:
+    """PEM bytes of the extender's HTTPS (`--bind`): the CA that signed both certificates, the extender's serving
+    certificate and key, and kube-scheduler's client certificate and key (its `tlsConfig`)."""
+
+    ca_pem: bytes
+    cert_pem: bytes
+    key_pem: bytes
+    client_cert_pem: bytes
+    client_key_pem: bytes
+
+
+@dataclass(frozen=True)
 class ExtenderPlan:
     """The extender behind a second kube-scheduler.
 
     `policy` is the `--policy` argument as the container sees it; `policy_files` are files mounted beside it
-    (a user's policy.py) at `/etc/kubesched/policy/`.
+    (a user's policy.py) at `/etc/kubesched/policy/`. `watch_pods` is `extender serve --watch-pods`: auto watches
+    them unless every plugin of the policy declares it reads none. With `bind`, kube-scheduler calls the extender
+    over HTTPS with a client certificate (`tls`; None: the kustomize base makes the Secrets).
     """
 
     policy: str = DEFAULT_POLICY
@@ -65,11 +80,18 @@ class ExtenderPlan:
     bind: bool = False
     scheduler_name: str = DEFAULT_EXTENDER_SCHEDULER_NAME
     kube_scheduler_image: str = KUBE_SCHEDULER_IMAGE
+    watch_pods: WatchPods = "auto"
+    tls: ExtenderTLS | None = None
 
     @property
-    def watch_pods(self) -> bool:
-        """The extender accounts usage only for the resources it manages (as `--watch-pods auto` decides)."""
-        return bool(self.managed_resources)
+    def may_watch_pods(self) -> bool:
+        """The extender may list+watch pods (its RBAC): unless `--watch-pods no`."""
+        return self.watch_pods != "no"
+
+    @property
+    def https(self) -> bool:
+        """kube-scheduler reaches the extender over HTTPS with a client certificate: when it binds."""
+        return self.bind
 
 
 @dataclass(frozen=True)

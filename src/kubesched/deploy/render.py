@@ -35,6 +35,7 @@ KIND_ORDER = (
 # Namespaces we deploy into but never own: no Namespace object (its Pod Security labels would apply to others).
 SHARED_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 CERTS_DIR = "certs"
+EXTENDER_CERTS_DIR = "extender-certs"
 
 
 def render(plan: Plan) -> list[Obj]:
@@ -42,6 +43,10 @@ def render(plan: Plan) -> list[Obj]:
     problems = plan.problems()
     if plan.webhook is not None and plan.webhook.tls is not None:
         problems += [("tls", p) for p in tls.problems(plan.webhook.tls, webhook.dns_name(plan.namespace))]
+    if plan.extender is not None and plan.extender.tls is not None:
+        ext_tls = plan.extender.tls
+        found = tls.problems(ext_tls, extender.dns_name(plan.namespace)) + tls.client_problems(ext_tls)
+        problems += [("extender.tls", p) for p in found]
     if problems:
         raise DeployError(problems)
     objects: list[Obj] = []
@@ -109,8 +114,27 @@ def kustomize_base(plan: Plan) -> dict[str, str]:
         "kind": "Kustomization",
         "resources": list(out),
     }
+    generated: list[Obj] = []
+    kustomization["secretGenerator"] = generated
+    if plan.extender is not None and plan.extender.https:
+        # The binding extender's certificate and kube-scheduler's client certificate, both from one CA.
+        files_of = {
+            extender.TLS_SECRET: ("extender", ["ca.crt", "tls.crt", "tls.key"]),
+            extender.CLIENT_SECRET: ("extender-scheduler", ["ca.crt", "tls.crt=client.crt", "tls.key=client.key"]),
+        }
+        for name, (component, keys) in files_of.items():
+            paths = [f"{k.partition('=')[0]}={EXTENDER_CERTS_DIR}/{k.rpartition('=')[2]}" for k in keys]
+            generated.append(
+                {
+                    "name": name,
+                    "namespace": plan.namespace,
+                    "type": "kubernetes.io/tls",
+                    "files": paths,
+                    "options": {"labels": k8s.labels(component)},
+                }
+            )
     if plan.webhook is not None:
-        kustomization["secretGenerator"] = [
+        generated += [
             {
                 "name": webhook.TLS_SECRET,
                 "namespace": plan.namespace,
@@ -131,7 +155,13 @@ def kustomize_base(plan: Plan) -> dict[str, str]:
         # A Secret's data is base64 of the file: exactly what caBundle holds.
         source = {"kind": "Secret", "name": webhook.TLS_SECRET, "fieldPath": "data.ca\\.crt"}
         kustomization["replacements"] = [{"source": source, "targets": targets}]
+    if not generated:
+        del kustomization["secretGenerator"]
     out["kustomization.yaml"] = to_yaml(kustomization)
+    if plan.extender is not None and plan.extender.https:
+        command = f"kubesched certs --out {EXTENDER_CERTS_DIR} --service {extender.EXTENDER} --namespace "
+        command += f"{plan.namespace} --client {extender.CLIENT_CN}"
+        out[f"{EXTENDER_CERTS_DIR}/.gitignore"] = f"# made by: {command}\n*\n!.gitignore\n"
     if plan.webhook is not None:
         # The serving key is made where it is used and never committed.
         command = f"kubesched certs --out {CERTS_DIR} --service {webhook.WEBHOOK} --namespace {plan.namespace}"

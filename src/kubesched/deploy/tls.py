@@ -1,4 +1,4 @@
-"""Checks of the webhook's certificate before it is deployed.
+"""Checks of the webhook's (and the binding extender's) certificates before they are deployed.
 
 A certificate the API server rejects makes every call to the webhook fail, and with failurePolicy Fail that
 blocks pods: so the renderer refuses a CA that did not sign the certificate, a certificate that does not name the
@@ -8,15 +8,37 @@ Service, a key that does not match, or an expired certificate.
 from __future__ import annotations
 
 import datetime as dt
+from typing import Protocol
 
 from cryptography import x509
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import serialization
 
-from kubesched.deploy.plan import WebhookTLS
+from kubesched.deploy.plan import ExtenderTLS
 
 
-def problems(tls: WebhookTLS, dns_name: str, now: dt.datetime | None = None) -> list[str]:
+class ServingPEMs(Protocol):
+    @property
+    def ca_pem(self) -> bytes: ...
+    @property
+    def cert_pem(self) -> bytes: ...
+    @property
+    def key_pem(self) -> bytes: ...
+
+
+def client_problems(tls: ExtenderTLS, now: dt.datetime | None = None) -> list[str]:
+    """Why kube-scheduler's client certificate would be refused by the extender (signed by ca.crt, not expired, its
+    key); empty when it would not."""
+    found = problems(_Client(tls.ca_pem, tls.client_cert_pem, tls.client_key_pem), "", now, check_name=False)
+    return [p.replace("tls.crt", "client.crt").replace("tls.key", "client.key") for p in found]
+
+
+class _Client:
+    def __init__(self, ca: bytes, cert: bytes, key: bytes) -> None:
+        self.ca_pem, self.cert_pem, self.key_pem = ca, cert, key
+
+
+def problems(tls: ServingPEMs, dns_name: str, now: dt.datetime | None = None, *, check_name: bool = True) -> list[str]:
     """Why `tls` cannot serve the webhook at `dns_name` (the Service's `NAME.NS.svc`); empty when it can."""
     try:
         ca = x509.load_pem_x509_certificate(tls.ca_pem)
@@ -36,7 +58,7 @@ def problems(tls: WebhookTLS, dns_name: str, now: dt.datetime | None = None) -> 
         names = sans.get_values_for_type(x509.DNSName)
     except x509.ExtensionNotFound:
         names = []
-    if dns_name not in names:
+    if check_name and dns_name not in names:
         out.append(f"tls.crt does not name {dns_name} (its DNS names: {', '.join(names) or 'none'})")
     when = now or dt.datetime.now(dt.UTC)
     if cert.not_valid_after_utc <= when:

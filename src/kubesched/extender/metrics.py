@@ -10,7 +10,7 @@ from prometheus_client.registry import Collector
 
 from kubesched.cluster.ledger import Ledger
 from kubesched.http.allocation import NodeAllocation
-from kubesched.http.exposition import render
+from kubesched.http.exposition import follow_runtime, render
 
 _BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0)
 
@@ -35,6 +35,7 @@ class ExtenderMetrics:
             "kubesched_extender_cached_nodes", "Nodes in the extender's node cache.", registry=self.registry
         )
         self._ledger: LedgerCollector | None = None
+        follow_runtime(self.registry)
 
     def watch_ledger(self, ledger: Ledger, resources: Sequence[str]) -> None:
         """Report the ledger's reservations and each node's allocation of the managed ``resources`` (read at

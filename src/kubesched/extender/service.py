@@ -22,6 +22,7 @@ from kubesched.api.node_fields import node_type
 from kubesched.cluster.cache import ClusterCache
 from kubesched.cluster.kubeclient import KubeClient
 from kubesched.cluster.ledger import Ledger
+from kubesched.config.v1 import DEFAULT_SCHEDULER_NAME
 from kubesched.core.nodetable import NodeTable, Rows, table_of
 from kubesched.core.podinfo import PodInfo, compile_pod
 from kubesched.core.quantity import QuantityError
@@ -81,8 +82,12 @@ class ExtenderService:
         cache: ClusterCache,
         client: KubeClient | None = None,
         ledger: Ledger | None = None,
+        *,
+        scheduler_name: str | None = None,
     ) -> None:
         self.policy = policy
+        # bind takes only pods of this scheduler (`--scheduler-name`; default the policy's profile's).
+        self.scheduler_name = scheduler_name or policy.profile.scheduler_name
         self.framework = framework
         self.cache = cache
         self.ledger = ledger if ledger is not None else Ledger(cache)
@@ -281,6 +286,13 @@ class ExtenderService:
             if isinstance(found, str):
                 return _bind_result(found)
             info = found
+        theirs = info.pod.spec.scheduler_name or DEFAULT_SCHEDULER_NAME
+        if theirs != self.scheduler_name:
+            log.info("Bind refused: the pod is another scheduler's", extra=log_fields(info, args.Node))
+            return _bind_result(
+                f"binding pod {key} refused: its spec.schedulerName is {theirs!r}, and this extender binds only pods "
+                f"of {self.scheduler_name!r} (extender serve --scheduler-name)"
+            )
         if self.ledger.unknown_node(info.uid) is not None:
             settled = await self._writer.settle_unknown(args, info)
             if settled is not None:

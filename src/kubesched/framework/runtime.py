@@ -99,6 +99,21 @@ class Framework:
         # What follows is derived once from the lists above (they are not changed afterwards).
         self._filters = FilterStages(self.filter)
         self._stages = self._filters.stages
+        # kube-scheduler's scheduler_plugin_evaluation_total: the pods (PreFilter, PreScore) or nodes (Filter,
+        # Score) each plugin ran for, by (plugin, point); zero from the start, as upstream registers them.
+        self.evaluations: dict[tuple[str, str], int] = {}
+        for point, every_plugin in (
+            ("PreFilter", self.pre_filter),
+            ("Filter", self.filter),
+            ("PreScore", self.pre_score),
+            ("Score", [p for p, _ in self.score]),
+        ):
+            self.evaluations.update(((p.name, point), 0) for p in every_plugin)
+        # The keys, made once (a tuple built per call would cost more than the count).
+        self._pre_filter_keys = [(p.name, "PreFilter") for p in self.pre_filter]
+        self._filter_keys = {id(p): (p.name, "Filter") for p in self.filter}
+        self._pre_score_keys = [(p.name, "PreScore") for p in self.pre_score]
+        self._score_keys = [(p.name, "Score") for p, _ in self.score]
         # Opportunistic batching needs every plugin that filters or scores to sign pods (as upstream).
         deciders = list(dict.fromkeys([*self.pre_filter, *self.filter, *self.pre_score, *(p for p, _ in self.score)]))
         self.signers: list[SignPlugin] | None = (
@@ -188,7 +203,9 @@ class Framework:
         plugin: PreFilterPlugin | None = None
         timer = state.timer
         try:
-            for plugin in self.pre_filter:
+            evaluations = self.evaluations
+            for plugin, key in zip(self.pre_filter, self._pre_filter_keys, strict=True):
+                evaluations[key] += 1
                 if timer is None:
                     result = plugin.pre_filter(state, pod, table)
                 else:
@@ -237,16 +254,21 @@ class Framework:
         rows = nodes.rows
         batch = nodes
         stage: FilterPlugin | tuple[StaticFilterPlugin, ...] | None = None
+        evaluations, keys = self.evaluations, self._filter_keys
         try:
             for stage in self._stages:
                 if not len(rows):
                     break
                 if isinstance(stage, tuple):
+                    n = len(rows)
+                    for static in self._filters.active(stage, state):  # every node entering the stage
+                        evaluations[keys[id(static)]] += n
                     rows = self._filters.run(stage, state, pod, nodes.table, rows, diagnosis)
                     continue
                 plugin = stage
                 if plugin.name in state.skip_filter:
                     continue
+                evaluations[keys[id(plugin)]] += len(rows)
                 if batch.rows is not rows:
                     batch = NodeBatch(nodes.table, rows)
                 if state.timer is None:
@@ -279,11 +301,14 @@ class Framework:
             for stage in self._stages:
                 if isinstance(stage, tuple):
                     active = self._filters.active(stage, state)
+                    for static in active:
+                        self.evaluations[self._filter_keys[id(static)]] += 1
                     if active and self._filters.codes(active, state, pod, table)[0][row]:
                         return False
                     continue
                 if stage.name in state.skip_filter:
                     continue
+                self.evaluations[self._filter_keys[id(stage)]] += 1
                 if one is None:
                     one = np.array([row], dtype=np.intp)
                 if state.timer is None:
@@ -319,7 +344,8 @@ class Framework:
     def run_pre_score(self, state: CycleState, pod: PodInfo, nodes: NodeBatch) -> None:
         plugin: PreScorePlugin | None = None
         try:
-            for plugin in self.pre_score:
+            for plugin, key in zip(self.pre_score, self._pre_score_keys, strict=True):
+                self.evaluations[key] += 1
                 if state.timer is None:
                     status = plugin.pre_score(state, pod, nodes)
                 else:
@@ -339,11 +365,13 @@ class Framework:
         out: list[IntColumn | None] = []
         plugin: ScorePlugin | None = None
         try:
-            timer = state.timer
-            for plugin, _ in self.score:
+            timer, evaluations, n = state.timer, self.evaluations, len(nodes)
+            for (plugin, _), key in zip(self.score, self._score_keys, strict=True):
                 if skip and plugin.name in skip:
                     out.append(None)
-                elif timer is None:
+                    continue
+                evaluations[key] += n
+                if timer is None:
                     out.append(plugin.score(state, pod, nodes))
                 else:
                     out.append(timed(timer, plugin.name, "Score", plugin.score, state, pod, nodes))

@@ -7,11 +7,12 @@ registry's output instead.
 
 from __future__ import annotations
 
+import asyncio
 import bisect
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 
-from prometheus_client import generate_latest
-from prometheus_client.core import Metric
+from prometheus_client import CollectorRegistry, GCCollector, PlatformCollector, ProcessCollector, generate_latest
+from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 from prometheus_client.utils import floatToGoString
 
@@ -29,6 +30,35 @@ class _WithoutCreated:
 def render(registry: Collector, histograms: Sequence[FastHistograms] = ()) -> bytes:
     """The registry's metrics, then ``histograms``, in the text format, with no ``_created`` series."""
     return generate_latest(_WithoutCreated(registry)) + "".join(h.text() for h in histograms).encode()
+
+
+def follow_runtime(registry: CollectorRegistry) -> None:
+    """The process's families a Go component's dashboard expects, on ``registry``: process_* (CPU seconds,
+    resident and virtual memory, start time, open and max fds, read from /proc as client_golang does),
+    python_info and python_gc_* (Go's go_info and go_gc_*) and kubesched_asyncio_tasks (go_goroutines).
+
+    prometheus_client registers the first three on its process-wide default registry only; kubesched's
+    registries are per object, so each component adds them to its own here.
+    """
+    ProcessCollector(registry=registry)
+    PlatformCollector(registry=registry)
+    GCCollector(registry=registry)
+    registry.register(_AsyncioTasks())
+
+
+class _AsyncioTasks:
+    """kubesched_asyncio_tasks: the tasks of the running event loop (none outside one: nothing reported)."""
+
+    def collect(self) -> Iterator[Metric]:
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return
+        family = GaugeMetricFamily(
+            "kubesched_asyncio_tasks", "Number of asyncio tasks that exist (not done) on the event loop."
+        )
+        family.add_metric([], len(asyncio.all_tasks(loop)))
+        yield family
 
 
 def exponential_buckets(start: float, factor: float, count: int) -> tuple[float, ...]:

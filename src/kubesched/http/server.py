@@ -60,11 +60,22 @@ _LINGER = 0.5  # seconds input is drained after a closing answer (net/http's rst
 _TOO_MANY = b"too many connections (--max-connections %d): try again later"
 
 
+_NO_CLIENT_CERT = b"%s needs a client certificate signed by the server's client CA (--client-ca)"
+
+
 class HTTPProtocol(asyncio.Protocol):
     """One connection."""
 
-    def __init__(self, handler: Handler, connections: set[HTTPProtocol], limits: Limits = Limits()) -> None:
+    def __init__(
+        self,
+        handler: Handler,
+        connections: set[HTTPProtocol],
+        limits: Limits = Limits(),
+        open_paths: frozenset[str] | None = None,
+    ) -> None:
         self.handler = handler
+        self.open_paths = open_paths
+        self.anonymous = False  # TLS without a client certificate, where one is needed beyond `open_paths`
         self.connections = connections
         self.limits = limits
         self.parser = httptools.HttpRequestParser(self)
@@ -98,6 +109,9 @@ class HTTPProtocol(asyncio.Protocol):
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport  # type: ignore[assignment]  # uvloop's transports are not asyncio.Transport
+        if self.open_paths is not None:
+            tls = transport.get_extra_info("ssl_object")
+            self.anonymous = tls is None or not tls.getpeercert()
         if len(self.connections) >= self.limits.max_connections:
             body = _TOO_MANY % self.limits.max_connections
             transport.write(_head(503, TEXT, len(body), False) + body)  # type: ignore[attr-defined]
@@ -241,6 +255,9 @@ class HTTPProtocol(asyncio.Protocol):
         return httptools.parse_url(self.url).path.decode("utf-8", "replace")
 
     def _run(self, method: str, path: str, body: bytes, keep_alive: bool) -> None:
+        if self.anonymous and self.open_paths is not None and path not in self.open_paths:
+            self._send((401, _NO_CLIENT_CERT % path.encode(), TEXT), keep_alive)
+            return
         result = self.handler.dispatch(method, path, body)
         if isinstance(result, tuple):
             self._send(result, keep_alive, method == "HEAD")
@@ -303,8 +320,12 @@ class HTTPServer:
         port: int,
         ssl_context: ssl.SSLContext | None = None,
         limits: Limits = Limits(),
+        open_paths: frozenset[str] | None = None,
     ):
+        """``open_paths``: with a TLS context that takes clients without a certificate (`tls.server_context`'s
+        ``optional``), the only paths those clients may request; the others are answered 401."""
         self.handler = handler
+        self.open_paths = open_paths
         self.host = host
         self.port = port
         self.ssl_context = ssl_context
@@ -315,7 +336,7 @@ class HTTPServer:
     async def start(self) -> None:
         loop = asyncio.get_running_loop()
         self._server = await loop.create_server(
-            lambda: HTTPProtocol(self.handler, self.connections, self.limits),
+            lambda: HTTPProtocol(self.handler, self.connections, self.limits, self.open_paths),
             self.host,
             self.port,
             ssl=self.ssl_context,

@@ -28,16 +28,20 @@ CIPHERS = "ECDHE+AESGCM:ECDHE+CHACHA20"
 POLL_SECONDS = 2.0
 
 
-def server_context(cert: str | Path, key: str | Path, client_ca: str | Path | None = None) -> ssl.SSLContext:
+def server_context(
+    cert: str | Path, key: str | Path, client_ca: str | Path | None = None, *, optional: bool = False
+) -> ssl.SSLContext:
     """TLS ≥ 1.2 with `CIPHERS`; with ``client_ca``, clients must present a certificate it signed (and only it:
-    the system's trust roots are not loaded)."""
+    the system's trust roots are not loaded). ``optional``: a client may also present none (Go's
+    VerifyClientCertIfGiven), and the server decides per request (`HTTPServer`'s ``open_paths``); a certificate it
+    does present must still verify."""
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     ctx.minimum_version = ssl.TLSVersion.TLSv1_2
     ctx.set_ciphers(CIPHERS)
     ctx.load_cert_chain(cert, key)  # checks that the key is the certificate's
     if client_ca:
         ctx.load_verify_locations(client_ca)
-        ctx.verify_mode = ssl.CERT_REQUIRED
+        ctx.verify_mode = ssl.CERT_OPTIONAL if optional else ssl.CERT_REQUIRED
     return ctx
 
 
@@ -52,9 +56,18 @@ class _Loaded:
 class ServingTLS:
     """A server's TLS: hand `context` to the server, run `watch()` beside it."""
 
-    def __init__(self, cert: Path, key: Path, client_ca: Path | None = None, *, interval: float = POLL_SECONDS):
+    def __init__(
+        self,
+        cert: Path,
+        key: Path,
+        client_ca: Path | None = None,
+        *,
+        interval: float = POLL_SECONDS,
+        optional_client_cert: bool = False,
+    ):
         self.paths = tuple(p for p in (cert, key, client_ca) if p is not None)
         self.client_ca = client_ca
+        self.optional_client_cert = optional_client_cert
         self.interval = interval
         self.reloads = {"applied": 0, "refused": 0}
         self._refused: tuple[bytes, ...] | str | None = None  # what was refused last: not retried until it changes
@@ -83,7 +96,7 @@ class ServingTLS:
 
     def _load(self, contents: tuple[bytes, ...]) -> _Loaded:
         # The files are read again by OpenSSL: if they changed in between, the next check sees it and loads again.
-        ctx = server_context(self.paths[0], self.paths[1], self.client_ca)
+        ctx = server_context(self.paths[0], self.paths[1], self.client_ca, optional=self.optional_client_cert)
         cert = x509.load_pem_x509_certificate(contents[0])  # the leaf: the first block
         return _Loaded(ctx, contents, cert.serial_number, cert.not_valid_after_utc.timestamp())
 

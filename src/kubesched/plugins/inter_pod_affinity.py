@@ -1,9 +1,12 @@
 """InterPodAffinity: required pod affinity/anti-affinity as a filter, preferred terms as a score (v1.35.4).
 
-PreFilter walks the existing pods once and counts matched terms per (topology key, node value):
-pods matching all of the pod's required affinity terms, pods matching each of its anti-affinity
-terms, and existing pods whose required anti-affinity terms match the pod. Filter is then array
-lookups over the candidates. PreScore sums weights per (key, value) the same way for Score.
+PreFilter counts matched terms per (topology key, node value) from the node table's pod index
+(core/podindex.py: pods grouped by namespace and labels, pods with affinity by their terms, each group
+counted per topology value and kept current as pods come and go): pods matching all of the pod's
+required affinity terms, pods matching each of its anti-affinity terms, and existing pods whose
+required anti-affinity terms match the pod, each a check per group and an array sum
+(plugins/helpers/affinity_counts.py). Filter is then array lookups over the candidates. PreScore
+sums weights per (key, value) the same way for Score.
 
 Namespace selectors are resolved through ``handle.cluster.namespace_labels``; without a cluster
 (or for an unknown namespace) only explicit namespaces and the all-namespaces ``{}`` selector match,
@@ -12,7 +15,7 @@ and the pod's own namespace reads as unlabelled when matched against existing po
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import ClassVar
 
@@ -21,6 +24,7 @@ import numpy as np
 
 from kubesched.api.node_fields import NodeFields
 from kubesched.core.nodetable import IntColumn, NodeTable
+from kubesched.core.podindex import PodGroup
 from kubesched.core.podinfo import PodInfo
 from kubesched.framework.events import NODE_CHANGE, POD_CHANGE, ClusterEvent, ClusterEventWithHint
 from kubesched.framework.interfaces import (
@@ -38,23 +42,21 @@ from kubesched.framework.interfaces import (
     SignPlugin,
 )
 from kubesched.framework.status import SKIP, SUCCESS, Status, Verdicts
-from kubesched.plugins.helpers.affinity_terms import (
-    Counts,
-    PodTerms,
-    bump,
-    by_code,
-    has_pod_affinity,
-    node_labels,
-    pod_terms,
-    pods_with_affinity,
+from kubesched.plugins.helpers.affinity_counts import (
+    KeyCounts,
+    Sums,
+    any_count,
+    at,
+    bump_row,
+    candidates,
+    matching,
 )
-from kubesched.plugins.helpers.spread_constraints import lookup
+from kubesched.plugins.helpers.affinity_terms import AffinityTerm, PodTerms, pod_terms
 
 ERR_REASON_AFFINITY = "node(s) didn't match pod affinity rules"
 ERR_REASON_ANTI_AFFINITY = "node(s) didn't match pod anti-affinity rules"
 ERR_REASON_EXISTING_ANTI_AFFINITY = "node(s) didn't satisfy existing pods anti-affinity rules"
 _SCORE_KEY = "InterPodAffinity/score"
-_PODS_KEY = "InterPodAffinity/pods"
 
 
 _SKIPPED = PreFilterResult(SKIP)
@@ -70,9 +72,9 @@ class FilterState:
     """The incoming pod's terms and the three counters of PreFilter."""
 
     terms: PodTerms
-    affinity: Counts
-    anti_affinity: Counts
-    existing_anti_affinity: Counts
+    affinity: KeyCounts  # per topology key, counts per value code (affinity_counts.py)
+    anti_affinity: KeyCounts
+    existing_anti_affinity: KeyCounts
     namespace_labels: Mapping[str, str]  # the incoming pod's namespace ({} when unknown)
     namespaces: dict[str, Mapping[str, str] | None] = field(default_factory=dict)  # lookups made so far
     # Per namespace: do all affinity terms, and each anti-affinity term, cover it.
@@ -81,9 +83,9 @@ class FilterState:
     def clone(self) -> FilterState:
         return FilterState(
             self.terms,
-            dict(self.affinity),
-            dict(self.anti_affinity),
-            dict(self.existing_anti_affinity),
+            {k: a.copy() for k, a in self.affinity.items()},
+            {k: a.copy() for k, a in self.anti_affinity.items()},
+            {k: a.copy() for k, a in self.existing_anti_affinity.items()},
             self.namespace_labels,
             self.namespaces,
             self.in_namespace,
@@ -117,15 +119,6 @@ class InterPodAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
             cluster = self.handle.cluster
             cache[namespace] = None if cluster is None else cluster.namespace_labels(namespace)
         return cache[namespace]
-
-    @staticmethod
-    def _pods_with_affinity(state: CycleState, table: NodeTable) -> list[tuple[int, PodInfo]]:
-        """The pods with affinity, walked once per cycle for PreFilter and PreScore (while the table is unchanged)."""
-        cached = state.get(_PODS_KEY)
-        if cached is None or cached[0] != table.generation:
-            cached = state[_PODS_KEY] = (table.generation, pods_with_affinity(table))
-        pods: list[tuple[int, PodInfo]] = cached[1]
-        return pods
 
     def events_to_register(self) -> list[ClusterEventWithHint]:
         """Any node added or changed (its labels may make a domain); a pod bound, changed or gone if
@@ -163,31 +156,44 @@ class InterPodAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
             return _SKIPPED  # nothing to count: no terms here, no pod with terms there
         namespaces: dict[str, Mapping[str, str] | None] = {}
         own = self._namespace(namespaces, pod.namespace) or {}
-        s = FilterState(terms, {}, {}, {}, own, namespaces)
-        for row, existing in self._pods_with_affinity(state, table):
-            self._count_existing(s, pod, existing, node_labels(table, row), 1)
-        if terms.required_affinity or terms.required_anti_affinity:
-            count = self._count_incoming
-            for row in table.rows().tolist():
-                pods = table.pods_on(row)
-                if pods:
-                    labels = node_labels(table, row)
-                    for existing in pods.values():
-                        count(s, existing, labels, 1)
-        if not s.existing_anti_affinity and not terms.required_affinity and not terms.required_anti_affinity:
+        index = table.pod_index.activate()
+        existing, matched, anti = Sums(), Sums(), Sums()
+        # Existing pods' required anti-affinity terms matching the incoming pod, once per group of equal terms.
+        for group in index.term_groups():
+            for term in pod_terms(group.pod).required_anti_affinity:
+                if term.matches(pod, own):
+                    existing.add(table, term.topology_key, group)
+
+        # The incoming pod's required terms matched by existing pods, once per group of equal labels.
+        def namespace_of(namespace: str) -> Mapping[str, str] | None:
+            return self._namespace(namespaces, namespace)
+
+        affinity = terms.required_affinity
+        if affinity:
+            for label_set in candidates(index, affinity):
+                for group in matching(affinity, label_set, namespace_of):
+                    for t in affinity:
+                        matched.add(table, t.topology_key, group)
+        for t in terms.required_anti_affinity:
+            for label_set in candidates(index, (t,)):
+                for group in matching((t,), label_set, namespace_of):
+                    anti.add(table, t.topology_key, group)
+        if not existing.touched and not affinity and not terms.required_anti_affinity:
             return PreFilterResult(SKIP)
-        state[self.name] = s
+        state[self.name] = FilterState(
+            terms, matched.result(table), anti.result(table), existing.result(table), own, namespaces
+        )
         return PreFilterResult()
 
     def _count_existing(
-        self, s: FilterState, pod: PodInfo, existing: PodInfo, labels: Mapping[str, str], delta: int
+        self, s: FilterState, pod: PodInfo, existing: PodInfo, table: NodeTable, row: int, delta: int
     ) -> None:
         """Existing pod's required anti-affinity terms matching the incoming pod."""
         for term in pod_terms(existing).required_anti_affinity:
             if term.matches(pod, s.namespace_labels):
-                bump(s.existing_anti_affinity, labels, term.topology_key, delta)
+                bump_row(s.existing_anti_affinity, table, term.topology_key, row, delta)
 
-    def _count_incoming(self, s: FilterState, existing: PodInfo, labels: Mapping[str, str], delta: int) -> None:
+    def _count_incoming(self, s: FilterState, existing: PodInfo, table: NodeTable, row: int, delta: int) -> None:
         """The incoming pod's required terms matched by an existing pod."""
         # Whether all affinity terms, and each anti-affinity term, cover the pod's namespace: once per namespace.
         covered = s.in_namespace.get(existing.namespace) or self._cover(s, existing.namespace)
@@ -195,10 +201,10 @@ class InterPodAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
         affinity = s.terms.required_affinity
         if covered[0] and affinity and all(t.selector.matches(pod_labels) for t in affinity):
             for t in affinity:
-                bump(s.affinity, labels, t.topology_key, delta)
+                bump_row(s.affinity, table, t.topology_key, row, delta)
         for t, ok in zip(s.terms.required_anti_affinity, covered[1], strict=True):
             if ok and t.selector.matches(pod_labels):
-                bump(s.anti_affinity, labels, t.topology_key, delta)
+                bump_row(s.anti_affinity, table, t.topology_key, row, delta)
 
     def _cover(self, s: FilterState, namespace: str) -> tuple[bool, tuple[bool, ...]]:
         ns = self._namespace(s.namespaces, namespace)
@@ -220,26 +226,24 @@ class InterPodAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
             has_keys = np.ones(len(rows), dtype=np.bool_)
             found = np.ones(len(rows), dtype=np.bool_)
             for t in affinity:
-                column, vocab = table.label_codes(t.topology_key)
-                col = column[rows]
-                has_keys &= col >= 0
-                found &= lookup(by_code(s.affinity, t.topology_key, vocab), col) > 0
+                column, _ = table.label_codes(t.topology_key)
+                has_keys &= column[rows] >= 0
+                found &= at(s.affinity, t.topology_key, table, rows) > 0
             # The first pod of a group with affinity to itself: nothing matches anywhere yet, and it
             # matches its own terms; it may go to any node carrying the keys.
             own = self._namespace(s.namespaces, pod.namespace)
-            first = not s.affinity and all(t.matches(pod, own) for t in affinity)
+            first = not any_count(s.affinity) and all(t.matches(pod, own) for t in affinity)
             codes[~(has_keys & (found | first))] = 1
-        if s.anti_affinity:
+        if any_count(s.anti_affinity):
             hit = np.zeros(len(rows), dtype=np.bool_)
             for t in s.terms.required_anti_affinity:
-                column, vocab = table.label_codes(t.topology_key)
-                hit |= lookup(by_code(s.anti_affinity, t.topology_key, vocab), column[rows]) > 0
+                hit |= at(s.anti_affinity, t.topology_key, table, rows) > 0
             codes[(codes == 0) & hit] = 2
-        if s.existing_anti_affinity:
+        if any_count(s.existing_anti_affinity):
             hit = np.zeros(len(rows), dtype=np.bool_)
-            for key in {k for (k, _), n in s.existing_anti_affinity.items() if n > 0}:
-                column, vocab = table.label_codes(key)
-                hit |= lookup(by_code(s.existing_anti_affinity, key, vocab), column[rows]) > 0
+            for key, counts in s.existing_anti_affinity.items():
+                if counts.any():
+                    hit |= at(s.existing_anti_affinity, key, table, rows) > 0
             codes[(codes == 0) & hit] = 3
         return Verdicts(codes, self._statuses)
 
@@ -254,9 +258,8 @@ class InterPodAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
     def _update(self, state: CycleState, pod: PodInfo, other: PodInfo, table: NodeTable, row: int, delta: int) -> None:
         s = state.get(self.name)
         if isinstance(s, FilterState):
-            labels = node_labels(table, row)
-            self._count_existing(s, pod, other, labels, delta)
-            self._count_incoming(s, other, labels, delta)
+            self._count_existing(s, pod, other, table, row, delta)
+            self._count_incoming(s, other, table, row, delta)
 
     # ---- PreScore / Score ------------------------------------------------------------------------
 
@@ -272,57 +275,45 @@ class InterPodAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugi
             return SKIP  # no preferred terms here, no pod with terms there: every score would be 0
         namespaces: dict[str, Mapping[str, str] | None] = {}
         own = self._namespace(namespaces, pod.namespace) or {}
-        scores: dict[str, dict[str, int]] = {}
+        sums = Sums()
+        index = table.pod_index.activate()
 
-        def add(labels: Mapping[str, str], key: str, weight: int) -> None:
-            value = labels.get(key)
-            if value is not None:
-                per_value = scores.setdefault(key, {})
-                per_value[value] = per_value.get(value, 0) + weight
+        def score_with(term: AffinityTerm, group: PodGroup, weight: int) -> None:
+            sums.add(table, term.topology_key, group, weight)
 
-        # With preferred terms of its own every pod counts; otherwise only pods that have affinity.
-        pods: Iterator[tuple[int, PodInfo]]
-        if preferred:
-            pods = ((r, p) for r in table.rows().tolist() for p in table.pods_on(r).values())
-        else:
-            pods = iter(self._pods_with_affinity(state, table))
-        for row, existing in pods:
-            labels = node_labels(table, row)
-            if not labels:
-                continue
-            if preferred:
-                ns = self._namespace(namespaces, existing.namespace)
-                for w in terms.preferred_affinity:
-                    if w.term.matches(existing, ns):
-                        add(labels, w.term.topology_key, w.weight)
-                for w in terms.preferred_anti_affinity:
-                    if w.term.matches(existing, ns):
-                        add(labels, w.term.topology_key, -w.weight)
-            if not has_pod_affinity(existing):
-                continue
-            theirs = pod_terms(existing)
+        def namespace_of(namespace: str) -> Mapping[str, str] | None:
+            return self._namespace(namespaces, namespace)
+
+        # The pod's preferred terms against every existing pod, by groups of equal labels.
+        for sign, weighted in ((1, terms.preferred_affinity), (-1, terms.preferred_anti_affinity)):
+            for w in weighted:
+                for label_set in candidates(index, (w.term,)):
+                    for group in matching((w.term,), label_set, namespace_of):
+                        score_with(w.term, group, sign * w.weight)
+        # Existing pods' terms against the pod, by groups of equal terms.
+        for group in index.term_groups():
+            theirs = pod_terms(group.pod)
             if self.hard_weight > 0:
                 for t in theirs.required_affinity:
                     if t.matches(pod, own):
-                        add(labels, t.topology_key, self.hard_weight)
+                        score_with(t, group, self.hard_weight)
             for w in theirs.preferred_affinity:
                 if w.term.matches(pod, own):
-                    add(labels, w.term.topology_key, w.weight)
+                    score_with(w.term, group, w.weight)
             for w in theirs.preferred_anti_affinity:
                 if w.term.matches(pod, own):
-                    add(labels, w.term.topology_key, -w.weight)
-        if not scores:
+                    score_with(w.term, group, -w.weight)
+        if not sums.touched:
             return SKIP
-        state[_SCORE_KEY] = scores
+        state[_SCORE_KEY] = sums.result(table)
         return SUCCESS
 
     def score(self, state: CycleState, pod: PodInfo, nodes: NodeBatch) -> IntColumn:
-        scores: dict[str, dict[str, int]] = state[_SCORE_KEY]
+        scores: KeyCounts = state[_SCORE_KEY]
         table, rows = nodes.table, nodes.rows
         out = np.zeros(len(rows), dtype=np.int64)
-        for key, per_value in scores.items():
-            column, vocab = table.label_codes(key)
-            out += lookup(by_code({(key, v): n for v, n in per_value.items()}, key, vocab), column[rows])
+        for key in scores:
+            out += at(scores, key, table, rows)
         return out
 
     def normalize(self, state: CycleState, pod: PodInfo, nodes: NodeBatch, scores: IntColumn) -> IntColumn:

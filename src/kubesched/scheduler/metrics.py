@@ -5,19 +5,22 @@ A registry per scheduler object: no process-wide state.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 
 from kubesched.framework.status import Code
-from kubesched.http.exposition import FastHistograms, exponential_buckets, render
+from kubesched.http.exposition import FastHistograms, exponential_buckets, follow_runtime, render
 
 # Per profile: opportunistic batching's attempts by result and cache flushes by reason.
 BatchCounts = Sequence[tuple[str, Mapping[str, int], Mapping[str, int]]]
+# Per profile: how often each plugin was evaluated at each point ((plugin, point) -> count).
+Evaluations = Iterable[tuple[str, Mapping[tuple[str, str], int]]]
 
-# kube-scheduler v1.35.4's buckets (pkg/scheduler/metrics/metrics.go).
+# kube-scheduler's buckets (pkg/scheduler/metrics/metrics.go, v1.35.4 and v1.37.2 alike).
 _ATTEMPT_BUCKETS = exponential_buckets(0.001, 2, 15)
+_BATCH_BUCKETS = exponential_buckets(0.00001, 2, 12)
 _SLI_BUCKETS = exponential_buckets(0.01, 2, 20)
 _ATTEMPTS_BUCKETS = exponential_buckets(1, 2, 5)
 _VICTIMS_BUCKETS = exponential_buckets(1, 2, 7)
@@ -132,6 +135,57 @@ class SchedulerMetrics:
             ["plugin", "extension_point", "status"],
             _PLUGIN_BUCKETS,
         )
+        # Once per attempt: a hand-made histogram (prometheus_client's takes a lock per observation).
+        self.algorithm = FastHistograms(
+            "scheduler_scheduling_algorithm_duration_seconds",
+            "Scheduling algorithm latency in seconds",
+            [],
+            _ATTEMPT_BUCKETS,
+        )
+        self.permit_wait = Histogram(
+            "scheduler_permit_wait_duration_seconds",
+            "Duration of waiting on permit.",
+            ["result"],
+            buckets=_ATTEMPT_BUCKETS,
+            registry=self.registry,
+        )
+        self.after_flush = Counter(
+            "scheduler_pod_scheduled_after_flush",
+            "Number of pods that were successfully scheduled after being flushed from unschedulableEntities due to"
+            " timeout. This metric helps detect potential queueing hint misconfigurations or event handling issues.",
+            registry=self.registry,
+        )
+        self.event_handling = FastHistograms(
+            "scheduler_event_handling_duration_seconds",
+            "Event handling latency in seconds.",
+            ["event"],
+            _EXTENSION_POINT_BUCKETS,
+        )
+        self.queueing_hints = FastHistograms(
+            "scheduler_queueing_hint_execution_duration_seconds",
+            "Duration for running a queueing hint function of a plugin.",
+            ["plugin", "event", "hint"],
+            _PLUGIN_BUCKETS,
+        )
+        self.node_hint = FastHistograms(
+            "scheduler_get_node_hint_duration_seconds",
+            "Latency for getting a node hint.",
+            ["hinted", "profile"],
+            _BATCH_BUCKETS,
+        )
+        self.store_results = FastHistograms(
+            "scheduler_store_schedule_results_duration_seconds",
+            "Latency for storing scheduling results.",
+            ["profile"],
+            _BATCH_BUCKETS,
+        )
+        self.rescore = FastHistograms(
+            "scheduler_batch_rescore_duration_seconds",
+            "Latency for rescoring a node during opportunistic batching.",
+            ["profile"],
+            _BATCH_BUCKETS,
+        )
+        follow_runtime(self.registry)
         self._pending_source: Callable[[], Mapping[str, int]] = dict
         # Labelled children, looked up once per label set (``labels()`` parses and locks on every call).
         # A child stays in its metric for good, so a cached one is the very child ``labels()`` returns.
@@ -163,6 +217,22 @@ class SchedulerMetrics:
         child.observe(seconds)
         self.pod_attempts.observe((), attempts)
 
+    def batch_timing(self, family: str, key: tuple[str, ...], seconds: float) -> None:
+        """Opportunistic batching's own timings: ``family`` "hint" (key (hinted, profile)), "store" or
+        "rescore" (key (profile,)); a rescore counts in scheduler_batch_rescore_attempts_total too."""
+        {"hint": self.node_hint, "store": self.store_results, "rescore": self.rescore}[family].observe(key, seconds)
+
+    def follow_scheduler(
+        self,
+        cache: Callable[[], Mapping[str, int]],
+        binding: Callable[[], int],
+        in_flight: Callable[[], int],
+        evaluations: Callable[[], Evaluations],
+    ) -> None:
+        """Where scheduler_cache_size (by type), scheduler_goroutines{operation="binding"} (binding cycles in
+        flight), scheduler_inflight_events{event="PodPopped"} and scheduler_plugin_evaluation_total read."""
+        self.registry.register(_StateCollector(cache, binding, in_flight, evaluations, self.rescore))
+
     def follow_batches(self, counts: Callable[[], BatchCounts]) -> None:
         """Where scheduler_batch_attempts_total and scheduler_batch_cache_flushed_total read at scrape time."""
         self.registry.register(_BatchCollector(counts))
@@ -177,21 +247,31 @@ class SchedulerMetrics:
         to pods) and scheduler_unschedulable_pods (by plugin and profile) read their values at scrape time."""
         self._pending_source = pending
         if incoming is not None and unschedulable is not None:
-            self.registry.register(_QueueCollector(incoming, unschedulable))
+            self.registry.register(_QueueCollector(pending, incoming, unschedulable))
 
     def render(self) -> bytes:
         for queue, n in self._pending_source().items():
             self.pending.labels(queue).set(n)
-        return render(self.registry, (self.pod_attempts, self.extension_points, self.plugin_durations))
+        fast: tuple[FastHistograms, ...] = (
+            self.pod_attempts,
+            self.algorithm,
+            self.extension_points,
+            self.plugin_durations,
+        )
+        fast += (self.event_handling, self.queueing_hints, self.node_hint, self.store_results, self.rescore)
+        return render(self.registry, fast)
 
 
 class _QueueCollector:
     """The queue's counts, read when scraped: the queue pays a dict addition per placement."""
 
     def __init__(
-        self, incoming: Mapping[tuple[str, str], int], unschedulable: Callable[[], Mapping[tuple[str, str], int]]
+        self,
+        pending: Callable[[], Mapping[str, int]],
+        incoming: Mapping[tuple[str, str], int],
+        unschedulable: Callable[[], Mapping[tuple[str, str], int]],
     ) -> None:
-        self._incoming, self._unschedulable = incoming, unschedulable
+        self._pending, self._incoming, self._unschedulable = pending, incoming, unschedulable
 
     def collect(self) -> Iterator[Metric]:
         incoming = CounterMetricFamily(
@@ -199,9 +279,29 @@ class _QueueCollector:
             "Number of pods added to scheduling queues by event and queue type.",
             labels=["queue", "event"],
         )
+        entities = CounterMetricFamily(
+            "scheduler_queue_incoming_entities",
+            "Number of scheduling entities added to scheduling queues by event, queue type, and entity type. Entity"
+            " types are either 'pod' (for individual pods that are not members of any podgroup) or 'podgroup'.",
+            labels=["queue", "event", "type"],
+        )
         for (queue, event), n in list(self._incoming.items()):
             incoming.add_metric([queue, event], n)
+            entities.add_metric([queue, event, "pod"], n)  # no pod groups yet: every entity is a pod
         yield incoming
+        yield entities
+        queued = GaugeMetricFamily(
+            "scheduler_queued_entities",
+            "Number of queued scheduling entities ('pod' or 'podgroup'; 'pod' stands for individual pods that are not"
+            " members of any podgroup) by the queue type. 'active' means number of entities in activeQ; 'backoff'"
+            " means number of entities in backoffQ; 'unschedulable' means number of entities in unschedulableEntities"
+            " that the scheduler attempted to schedule and failed; 'gated' is the number of unschedulable entities"
+            " that the scheduler never attempted to schedule because they are gated.",
+            labels=["queue", "type"],
+        )
+        for queue, n in self._pending().items():
+            queued.add_metric([queue, "pod"], n)
+        yield queued
         unschedulable = GaugeMetricFamily(
             "scheduler_unschedulable_pods",
             "The number of unschedulable pods broken down by plugin name. A pod will increment the gauge for all"
@@ -236,3 +336,59 @@ class _BatchCollector:
                 flushes.add_metric([profile, reason], n)
         yield attempts
         yield flushes
+
+
+class _StateCollector:
+    """What the scheduler holds right now, read when scraped: the cache, the binding cycles, the pods in
+    flight, the plugins' evaluation counts (kept by each profile's framework) and batching's rescores."""
+
+    def __init__(
+        self,
+        cache: Callable[[], Mapping[str, int]],
+        binding: Callable[[], int],
+        in_flight: Callable[[], int],
+        evaluations: Callable[[], Evaluations],
+        rescore: FastHistograms,
+    ) -> None:
+        self._cache, self._binding, self._in_flight = cache, binding, in_flight
+        self._evaluations, self._rescore = evaluations, rescore
+
+    def collect(self) -> Iterator[Metric]:
+        size = GaugeMetricFamily(
+            "scheduler_cache_size",
+            "Number of nodes, pods, and assumed (bound) pods in the scheduler cache.",
+            labels=["type"],
+        )
+        for kind, n in self._cache().items():
+            size.add_metric([kind], n)
+        yield size
+        goroutines = GaugeMetricFamily(
+            "scheduler_goroutines",
+            "Number of running goroutines split by the work they do such as binding.",
+            labels=["operation"],
+        )
+        goroutines.add_metric(["binding"], self._binding())  # asyncio tasks here: the binding cycles in flight
+        yield goroutines
+        inflight = GaugeMetricFamily(
+            "scheduler_inflight_events", "Number of events currently tracked in the scheduling queue.", labels=["event"]
+        )
+        inflight.add_metric(["PodPopped"], self._in_flight())
+        yield inflight
+        evaluated = CounterMetricFamily(
+            "scheduler_plugin_evaluation",
+            "Number of attempts to schedule pods by each plugin and the extension point (available only in"
+            " PreFilter, Filter, PreScore, and Score).",
+            labels=["plugin", "extension_point", "profile"],
+        )
+        for profile, counts in self._evaluations():
+            for (plugin, point), n in list(counts.items()):
+                evaluated.add_metric([plugin, point, profile], n)
+        yield evaluated
+        rescores = CounterMetricFamily(
+            "scheduler_batch_rescore_attempts",
+            "Counts of rescore attempts during opportunistic batching.",
+            labels=["profile"],
+        )
+        for key, child in list(self._rescore.children.items()):
+            rescores.add_metric([str(key[0])], sum(child[:-1]))  # every observation is one attempt
+        yield rescores

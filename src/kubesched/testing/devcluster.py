@@ -1,15 +1,17 @@
 """A running `kubesched dev-cluster up`, seen from other processes: its state file and its control requests.
 
 ``up`` writes ``<data dir>/dev-cluster.json`` (what ``-o json`` prints) and a pointer in the runtime directory,
-so ``status`` and ``restart-scheduler`` find it without flags when only one runs. Requests are JSON files in
+so ``status``, ``down`` and ``restart-scheduler`` find it without flags when only one runs. Requests are JSON files in
 ``<data dir>/control/``; the ``up`` process handles them one at a time and answers beside them. Files rather than
 a socket: nothing listens, and a dead ``up`` leaves nothing that could answer for it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import signal
 import tempfile
 import time
 import uuid
@@ -110,6 +112,51 @@ def read_state(data_dir: Path) -> dict[str, Any]:
     if not _alive(state["pid"]):
         raise DevClusterError(f"the dev-cluster of {data_dir} is not running (pid {state['pid']} has exited)")
     return state
+
+
+def stop(data_dir: Path, *, timeout: float) -> dict[str, Any]:
+    """Stop the dev-cluster of ``data_dir`` from another process (``dev-cluster down``): SIGTERM to its ``up``
+    process, which stops kube-scheduler, kube-apiserver and etcd and removes its pointer (and its data dir, unless it
+    was started with ``--keep``); then any component still running (an ``up`` killed without cleaning up) is
+    stopped by its recorded pid. Returns the state it had."""
+    state = read_state(data_dir)
+    pid = state["pid"]
+    os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + timeout
+    while _alive(pid):
+        if time.monotonic() > deadline:
+            raise DevClusterError(f"the dev-cluster (pid {pid}) did not stop within {timeout:.0f}s")
+        time.sleep(0.1)
+    for component in _components(state):
+        _stop_component(*component)
+    return state
+
+
+def _components(state: dict[str, Any]) -> list[tuple[int, str]]:
+    """(pid, binary) of etcd, kube-apiserver and kube-scheduler as the state file recorded them."""
+    out = []
+    for key in ("scheduler", "apiServer", "etcd"):
+        part = state.get(key)
+        if isinstance(part, dict) and isinstance(part.get("pid"), int) and isinstance(part.get("binary"), str):
+            out.append((part["pid"], part["binary"]))
+    return out
+
+
+def _stop_component(pid: int, binary: str) -> None:
+    """SIGTERM, then SIGKILL after 10 s, to ``pid`` if it still runs ``binary`` (a pid reused since is left alone)."""
+    try:
+        argv0 = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0].decode()
+    except (OSError, UnicodeDecodeError):
+        return  # gone (or no /proc: nothing to check it against)
+    if argv0 != binary or not _alive(pid):
+        return
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGTERM)
+        deadline = time.monotonic() + 10
+        while _alive(pid) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        if _alive(pid):
+            os.kill(pid, signal.SIGKILL)
 
 
 def request(data_dir: Path, action: str, payload: dict[str, Any], *, timeout: float) -> dict[str, Any]:

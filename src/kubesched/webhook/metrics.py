@@ -8,7 +8,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from kubesched.core.nodetable import NodeTable
 from kubesched.http.allocation import NodeAllocation
-from kubesched.http.exposition import render
+from kubesched.http.exposition import follow_runtime, render
 
 _BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0)
 
@@ -36,6 +36,7 @@ class WebhookMetrics:
             registry=self.registry,
         )
         self.nodes = Gauge("kubesched_webhook_nodes", "Nodes known to the feasibility rules.", registry=self.registry)
+        follow_runtime(self.registry)
 
     def follow_allocation(self, table: Callable[[], NodeTable], resources: Sequence[str], requested: bool) -> None:
         """Export each node's allocatable (and, when ``table`` counts pods, requested) managed ``resources``."""

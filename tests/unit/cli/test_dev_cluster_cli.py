@@ -54,5 +54,9 @@ def test_status_and_restart_without_a_cluster(
     monkeypatch.delenv("KUBESCHED_DEV_CLUSTER", raising=False)
     assert main(["dev-cluster", "status"]) == 2
     assert "no dev-cluster is running" in capsys.readouterr().err
+    assert main(["dev-cluster", "down"]) == 2
+    assert "no dev-cluster is running (start one with `kubesched dev-cluster up`)" in capsys.readouterr().err
+    assert main(["dev-cluster", "down", "--dir", str(tmp_path)]) == 2
+    assert "is not the data dir of a dev-cluster" in capsys.readouterr().err
     assert main(["dev-cluster", "restart-scheduler", "--dir", str(tmp_path)]) == 2
     assert "is not the data dir of a dev-cluster" in capsys.readouterr().err

@@ -70,6 +70,50 @@ def test_bad_inputs_are_named(capsys: pytest.CaptureFixture[str], tmp_path: Path
     assert code == 2 and "Traceback" not in err
 
 
-def test_a_cluster_flag_is_required(capsys: pytest.CaptureFixture[str]) -> None:
+def test_without_cluster_or_kubeconfig_the_loading_rule_says_what_to_pass(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # As kubectl: $KUBECONFIG, else in-cluster, else ~/.kube/config; here none of them exists.
+    for name in ("KUBECONFIG", "KUBERNETES_SERVICE_HOST", "KUBERNETES_SERVICE_PORT"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path))
     code, _, err = run(capsys, "shop/web-0")
-    assert code == 2 and "one of the arguments --cluster --kubeconfig is required" in err
+    assert code == 2 and "no cluster to talk to: give --kubeconfig FILE, set KUBECONFIG=FILE" in err
+    assert err.rstrip().endswith("(or --cluster FILE)") and "Traceback" not in err
+
+
+def test_without_a_source_the_live_cluster_is_read_as_kubectl_finds_it(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("KUBECONFIG", str(tmp_path / "absent.kubeconfig"))
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+    code, out, err = run(capsys, "shop/web-0")
+    assert code == 2 and out == "" and "absent.kubeconfig" in err and "Traceback" not in err
+
+
+def test_kubectls_namespace_flag(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "huge-0", "-n", "ml", "--cluster", str(CLUSTER), "-o", "json")
+    assert code == 0 and json.loads(out)["pod"] == "ml/huge-0"
+    code, _, err = run(capsys, "shop/web-0", "-n", "ml", "--cluster", str(CLUSTER))
+    assert code == 2 and "names namespace shop, but --namespace says ml" in err
+
+
+def test_the_kubectl_plugin_runs_this_kubesched(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import subprocess
+
+    assert main(["kubectl-plugin", "--dir", str(tmp_path)]) == 0
+    shim = tmp_path / "kubectl-kubesched"
+    assert shim.stat().st_mode & 0o111
+    # kubectl runs `kubectl kubesched ARGS` as `kubectl-kubesched ARGS`.
+    done = subprocess.run(
+        [str(shim), "explain", "huge-0", "-n", "ml", "--cluster", str(CLUSTER), "-o", "json"],
+        capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["pod"] == "ml/huge-0"
+    assert main(["kubectl-plugin", "--dir", str(tmp_path)]) == 0  # ours: replaced
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "kubectl-kubesched").write_text("#!/bin/sh\necho someone else's\n")
+    assert main(["kubectl-plugin", "--dir", str(other)]) == 2
+    assert "was not written by kubesched (--force replaces it)" in capsys.readouterr().err

@@ -148,3 +148,18 @@ def test_the_body_limit_is_one_of_the_connection_limits_of_each_server(command: 
     args = parser.parse_args([*command, "--max-body-bytes", "0"])
     with pytest.raises(CLIError, match="--max-body-bytes: must be positive"):
         serving.limits_from(args)
+
+
+def test_the_lease_named_in_help_and_docs_is_the_one_the_scheduler_takes(capsys: pytest.CaptureFixture[str]) -> None:
+    from kubesched.config.profiles import DEFAULT_LEASE_NAME, DEFAULT_LEASE_NAMESPACE, default_configuration
+
+    le = default_configuration().leader_election  # what leader election uses without flags or file
+    assert (le.resource_namespace, le.resource_name) == (DEFAULT_LEASE_NAMESPACE, DEFAULT_LEASE_NAME)
+    with pytest.raises(SystemExit):
+        main(["scheduler", "run", "--help"])
+    help_text = " ".join(capsys.readouterr().out.split())
+    assert f"the Lease's name (default {le.resource_name})" in help_text
+    assert f"the Lease's namespace (default {le.resource_namespace})" in help_text
+    docs = (ROOT / "docs" / "scheduler.md").read_text()
+    assert f"Lease `{le.resource_namespace}/{le.resource_name}`" in docs
+    assert "Lease `kube-system/kubesched`" not in docs

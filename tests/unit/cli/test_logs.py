@@ -113,3 +113,22 @@ def test_the_scheduler_logs_bindings_at_v2_with_pod_node_and_profile(caplog: pyt
     }
     assert {r.__dict__["profile"] for r in bound} == {"default-scheduler"}
     assert all(logs.verbosity_of(r) == 2 for r in bound)
+
+
+def test_the_scheduler_logs_unable_to_schedule_pod_at_v2_with_the_reason(caplog: pytest.LogCaptureFixture) -> None:
+    # kube-scheduler's handleSchedulingFailure: "Unable to schedule pod; no fit; waiting" pod="ns/name" err="0/N …".
+    from pathlib import Path
+
+    from kubesched.cli.main import main
+
+    cluster = Path(__file__).resolve().parents[3] / "examples" / "cluster.yaml"
+    caplog.set_level(logs.DETAIL, logger="kubesched.scheduler")
+    assert main(["scheduler", "run", "--cluster", str(cluster), "-o", "json"]) == 0
+    waiting = [r for r in caplog.records if r.getMessage() == "Unable to schedule pod; no fit; waiting"]
+    huge = [r for r in waiting if r.__dict__["pod"] == "ml/huge-0"]
+    assert huge and all(logs.verbosity_of(r) == 2 for r in waiting)
+    line = logs.KlogFormatter().format(huge[0])
+    assert line.startswith("I") and line.split("] ", 1)[1].startswith(
+        '"Unable to schedule pod; no fit; waiting" pod="ml/huge-0" err="0/4 nodes are available: '
+    ), line
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR]  # no error: rejections are not errors

@@ -74,6 +74,22 @@ def provided(directory: Path) -> Obj:
 
 
 _PEM_FILES = {"ca": "ca.crt", "cert": "tls.crt", "key": "tls.key"}
+_EXTENDER_PEMS = {**_PEM_FILES, "clientCert": "client.crt", "clientKey": "client.key"}
+
+
+def extender_certs(tmp: Path, namespace: str) -> Path:
+    """`kubesched certs` for the binding extender: its serving certificate and kube-scheduler's client one."""
+    out = tmp / "extender-certs"
+    if not (out / "ca.crt").exists():
+        argv = ["certs", "--out", str(out), "--service", "kubesched-extender", "--namespace", namespace]
+        assert main([*argv, "--client", "kube-scheduler"]) == 0
+    return out
+
+
+def extender_provided(directory: Path) -> Obj:
+    return {"mode": "provided", **{k: (directory / f).read_text() for k, f in _EXTENDER_PEMS.items()}}
+
+
 WEBHOOK_CONFIG = yaml.safe_load((EXAMPLES / "webhook-config.yaml").read_text())
 LICENSED = (EXAMPLES / "licensed_policy.py").read_text()
 PLAIN = LICENSED.replace(
@@ -151,6 +167,7 @@ CASES: list[Case] = [
             "--namespace",
             "ops",
             "--bind",
+            "--generate-certs",
             "--policy",
             str(EXAMPLES / "licensed_policy.py"),
             "--load-plugins",
@@ -158,6 +175,26 @@ CASES: list[Case] = [
             "licensed",
             "--kube-scheduler-image",
             "reg.example/kube-scheduler:v1.37.2",
+        ],
+    ),
+    (
+        "extender-watch-no-bind-provided-certs",
+        "ops",
+        lambda t: {
+            "extender": {
+                "enabled": True,
+                "watchPods": "no",
+                "bind": True,
+                "certificates": extender_provided(extender_certs(t, "ops")),
+            }
+        },
+        lambda t: [
+            "extender",
+            "--watch-pods",
+            "no",
+            "--bind",
+            "--extender-certs-dir",
+            str(extender_certs(t, "ops")),
         ],
     ),
     (

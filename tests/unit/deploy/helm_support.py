@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 import yaml
 
-from kubesched.deploy import tls, webhook
+from kubesched.deploy import extender, tls, webhook
 from kubesched.deploy.plan import WebhookTLS
 from kubesched.testing import build
 
@@ -70,6 +70,7 @@ def normal(objects: list[Obj], *, namespace: str) -> dict[tuple[str, str], Obj]:
     and then replaced by a placeholder."""
     out: dict[tuple[str, str], Obj] = {}
     ca_bundles = set()
+    extender_cas = set()
     for original in objects:
         if original["kind"] == "Namespace":
             continue  # the chart installs into the release namespace (helm --create-namespace)
@@ -84,6 +85,14 @@ def normal(objects: list[Obj], *, namespace: str) -> dict[tuple[str, str], Obj]:
             if "kubesched.io/inputs-sha256" in annotations:
                 assert HASH.match(annotations["kubesched.io/inputs-sha256"]), annotations
                 annotations["kubesched.io/inputs-sha256"] = "<hash>"
+        if obj["kind"] == "Secret" and meta["name"] in (extender.TLS_SECRET, extender.CLIENT_SECRET):
+            # The extender's and kube-scheduler's certificates: each verifies against the CA both carry.
+            pems = WebhookTLS(*(base64.b64decode(obj["data"][k]) for k in ("ca.crt", "tls.crt", "tls.key")))
+            serving = meta["name"] == extender.TLS_SECRET
+            found = tls.problems(pems, extender.dns_name(namespace), check_name=serving)
+            assert found == [], f"{meta['name']}: {found}"
+            extender_cas.add(obj["data"]["ca.crt"])
+            obj["data"] = {k: "<pem>" for k in obj["data"]}
         if obj["kind"] == "Secret" and meta["name"] == webhook.TLS_SECRET:
             pems = WebhookTLS(*(base64.b64decode(obj["data"][k]) for k in ("ca.crt", "tls.crt", "tls.key")))
             assert tls.problems(pems, webhook.dns_name(namespace)) == [], "the certificate would not serve"
@@ -98,6 +107,7 @@ def normal(objects: list[Obj], *, namespace: str) -> dict[tuple[str, str], Obj]:
         assert key not in out, f"{key} rendered twice"
         out[key] = obj
     assert len(ca_bundles) <= 1, "the caBundle is not the CA of the Secret"
+    assert len(extender_cas) <= 1, "the extender's and kube-scheduler's certificates have different CAs"
     return out
 
 

@@ -82,7 +82,13 @@ def test_certs_for_another_namespace_are_refused(tmp_path: Path, capsys: pytest.
 
 def test_a_policy_file_is_shipped_in_a_config_map(capsys: pytest.CaptureFixture[str]) -> None:
     objects = manifests(
-        capsys, "extender", "--policy", str(EXAMPLES / "licensed_policy.py"), "--bind", "--load-plugins"
+        capsys,
+        "extender",
+        "--policy",
+        str(EXAMPLES / "licensed_policy.py"),
+        "--bind",
+        "--generate-certs",
+        "--load-plugins",
     )
     assert "LicensedZone" in find(objects, "ConfigMap", "kubesched-extender-policy")["data"]["licensed_policy.py"]
     args = find(objects, "Deployment", "kubesched-extender")["spec"]["template"]["spec"]["containers"][0]["args"]
@@ -225,7 +231,7 @@ def test_the_file_of_the_secret_holding_the_key_is_private(
         (["webhook", "--generate-certs", "--webhook-config", "/no/such.yaml"], "--webhook-config: cannot read"),
         (["webhook", "--certs-dir", "/no/such/dir"], "--certs-dir: cannot read /no/such/dir/ca.crt"),
         (["all", "--kustomize"], "--kustomize: give the directory with -o DIR"),
-        (["all", "--kustomize", "-o", "x", "--generate-certs"], "--kustomize: the base makes the webhook's Secret"),
+        (["all", "--kustomize", "-o", "x", "--generate-certs"], "--kustomize: the base makes the Secrets"),
         (["extender", "--image", ""], "--image: '' is not an image reference"),
         (["scheduler", "--fail-closed-label", "a=b"], "--fail-closed-label: does not apply to mode scheduler"),
         (["webhook", "--generate-certs", "--fail-closed-label", "strict"], "--fail-closed-label: 'strict' is not KEY"),

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
-from kubesched.config.v1 import ManagedResource
 from kubesched.deploy import extender, render, scheduler, webhook
-from kubesched.deploy.plan import WebhookRules, WebhookTLS
+from kubesched.deploy.plan import WatchPods, WebhookRules, WebhookTLS
 
 from .conftest import NS, all_of, find, plan, rules_of
 
@@ -20,22 +21,27 @@ def grants(
 
 
 @pytest.mark.parametrize(
-    ("bind", "resources", "expected"),
+    ("bind", "watch", "expected"),
     [
-        (False, (), grants(("", "nodes", READ))),
-        (False, ("x",), grants(("", "nodes", READ), ("", "pods", READ))),
+        # auto: the extender watches pods unless every plugin of its policy reads none; it may, so it may read them.
+        (False, "auto", grants(("", "nodes", READ), ("", "pods", READ))),
+        (False, "yes", grants(("", "nodes", READ), ("", "pods", READ))),
+        (False, "no", grants(("", "nodes", READ))),
+        (True, "auto", grants(("", "nodes", READ), ("", "pods", READ), ("", "pods/binding", ("create",)))),
         # bind reads the pod when no filter request showed it (no filterVerb, or forgotten).
-        (True, (), grants(("", "nodes", READ), ("", "pods", ("get",)), ("", "pods/binding", ("create",)))),
+        (True, "no", grants(("", "nodes", READ), ("", "pods", ("get",)), ("", "pods/binding", ("create",)))),
     ],
 )
-def test_extender_reads_nodes_pods_only_for_managed_resources_and_binds_only_with_bind(
-    bind: bool, resources: tuple[str, ...], expected: list[tuple[str, str, str, tuple[str, ...]]]
+def test_extender_reads_pods_unless_told_not_to_and_binds_only_with_bind(
+    bind: bool, watch: WatchPods, expected: list[tuple[str, str, str, tuple[str, ...]]]
 ) -> None:
-    managed = [ManagedResource(f"example.com/{r}") for r in resources]
-    objects = render.render(plan("extender", None, bind=bind, resources=managed))
+    base = plan("extender", None, bind=bind)
+    assert base.extender is not None
+    objects = render.render(dataclasses.replace(base, extender=dataclasses.replace(base.extender, watch_pods=watch)))
     assert rules_of(objects, extender.EXTENDER) == expected
     args = find(objects, "Deployment", extender.EXTENDER)["spec"]["template"]["spec"]["containers"][0]["args"]
-    assert args[args.index("--watch-pods") + 1] == ("yes" if resources else "no")
+    assert args[args.index("--watch-pods") + 1] == watch
+    assert args[args.index("--scheduler-name") + 1] == base.extender.scheduler_name
 
 
 def test_the_second_kube_scheduler_gets_the_builtin_roles_and_only_its_own_lease() -> None:

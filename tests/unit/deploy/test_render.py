@@ -105,7 +105,11 @@ def test_the_second_kube_scheduler_is_configured_with_kubesched_config(tls: Webh
     )
     (ext,) = config.extenders
     service = find(objects, "Service", extender.EXTENDER)
-    assert ext.url_prefix == f"http://{service['metadata']['name']}.{NS}.svc:{service['spec']['ports'][0]['port']}"
+    # It binds: HTTPS, with kube-scheduler's client certificate and the CA it checks the extender's with.
+    assert ext.url_prefix == f"https://{service['metadata']['name']}.{NS}.svc:{service['spec']['ports'][0]['port']}"
+    assert ext.enable_https and ext.tls_config is not None
+    files = (ext.tls_config.cert_file, ext.tls_config.key_file, ext.tls_config.ca_file)
+    assert files == tuple(f"{extender.CLIENT_DIR}/{f}" for f in ("tls.crt", "tls.key", "ca.crt"))
     assert (ext.filter_verb, ext.prioritize_verb, ext.bind_verb, ext.node_cache_capable) == (
         "filter",
         "prioritize",
@@ -121,6 +125,7 @@ def test_bind_verb_only_when_binding_is_enabled() -> None:
     objects = render.render(plan("extender", None, bind=False))
     config = parse_document(yaml.safe_load(find(objects, "ConfigMap", extender.SCHEDULER)["data"]["config.yaml"]))
     assert config.extenders[0].bind_verb == ""
+    assert config.extenders[0].url_prefix.startswith("http://") and not config.extenders[0].enable_https
 
 
 def test_the_custom_scheduler_config_is_read_by_the_scheduler_itself() -> None:

@@ -70,3 +70,53 @@ async def test_every_dashboard_query_names_an_exported_series(monkeypatch: pytes
         assert names, expr
         missing = names - exported
         assert not missing, f"{expr!r} names {sorted(missing)}, which no component exports"
+
+
+_FILTER = {"job": '=~"$job"', "instance": '=~"$instance"'}
+_AGGREGATION = re.compile(r"\b(sum|min|max|avg|count|stddev|stdvar|group)\b\s*(by\s*\(([^)]*)\))?\s*\(")
+
+
+def unfiltered_selectors(expr: str) -> list[str]:
+    """Every series selector of ``expr`` that does not filter on both the job and the instance variables."""
+    bad = []
+    for name in sorted(metric_names(expr)):
+        for m in re.finditer(rf"\b{re.escape(name)}\b(\{{[^}}]*\}})?", expr):
+            matchers = m.group(1) or ""
+            if not all(f"{label}{value}" in matchers for label, value in _FILTER.items()):
+                bad.append(m.group(0))
+    return bad
+
+
+def unsplit_aggregations(expr: str) -> list[str]:
+    """Every aggregation of ``expr`` that may add series of different jobs together (no `by (job, ...)`)."""
+    return [
+        m.group(0)
+        for m in _AGGREGATION.finditer(expr)
+        if m.group(3) is None or "job" not in {x.strip() for x in m.group(3).split(",")}
+    ]
+
+
+def test_the_checks_catch_a_query_that_mixes_jobs() -> None:
+    good = 'sum by (job, le) (rate(a_bucket{job=~"$job",instance=~"$instance",x="y"}[5m]))'
+    assert unfiltered_selectors(good) == [] and unsplit_aggregations(good) == []
+    assert unfiltered_selectors('sum by (job) (a{job=~"$job"})') == ['a{job=~"$job"}']
+    assert unfiltered_selectors("max by (job) (a)") == ["a"]
+    assert unsplit_aggregations('sum(a{job=~"$job",instance=~"$instance"})') == ["sum("]
+    assert unsplit_aggregations('sum by (le) (a{job=~"$job",instance=~"$instance"})') == ["sum by (le) ("]
+
+
+def test_every_query_filters_on_job_and_instance_and_never_sums_jobs_together() -> None:
+    doc = json.loads(DASHBOARD.read_text())
+    variables = {v["name"]: v for v in doc["templating"]["list"]}
+    for name in ("job", "instance"):
+        var = variables[name]
+        assert var["type"] == "query", name
+        assert var["datasource"]["uid"] == "${datasource}", name
+        assert var["query"]["query"].startswith("label_values(") and var["query"]["query"].endswith(f", {name})")
+    assert "$job" in variables["instance"]["query"]["query"]  # instances of the jobs picked
+    targets = [t for panel in doc["panels"] for t in panel.get("targets", [])]
+    assert len(targets) >= 23
+    for t in targets:
+        assert unfiltered_selectors(t["expr"]) == [], t["expr"]
+        assert unsplit_aggregations(t["expr"]) == [], t["expr"]
+        assert "{{job}}" in t["legendFormat"], t["expr"]  # two jobs' series are told apart on the graph too

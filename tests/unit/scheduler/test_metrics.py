@@ -120,8 +120,8 @@ async def test_values_move_through_a_run(monkeypatch: pytest.MonkeyPatch) -> Non
     assert _value(s, "scheduler_unschedulable_pods", plugin="SchedulingGates", profile=profile) == 1
     assert _value(s, "scheduler_pending_pods", queue="gated") == 1
     assert _value(s, "scheduler_pending_pods", queue="unschedulable") == 1
-    assert _value(s, "scheduler_queue_incoming_pods_total", queue="active", event="UnschedulablePodAdd") == 3
-    assert _value(s, "scheduler_queue_incoming_pods_total", queue="unschedulable", event="UnschedulablePodAdd") == 1
+    assert _value(s, "scheduler_queue_incoming_pods_total", queue="active", event="UnscheduledPodAdd") == 3
+    assert _value(s, "scheduler_queue_incoming_pods_total", queue="unschedulable", event="UnscheduledPodAdd") == 1
     assert _value(s, "scheduler_queue_incoming_pods_total", event="ScheduleAttemptFailure") >= 2
     ep = "scheduler_framework_extension_point_duration_seconds_count"
     for point in ("PreFilter", "Filter", "Reserve", "Permit"):

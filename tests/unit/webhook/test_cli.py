@@ -117,7 +117,7 @@ def test_serve_refuses_plain_http(capsys: pytest.CaptureFixture[str], pki: Path)
         (["--tls-cert", "{pki}/tls.crt", "--tls-key", "{pki}/ca.crt"], "not a usable certificate and key"),
         (["--listen", "8443"], "--listen: expected HOST:PORT"),
         (["--max-body-bytes", "0"], "--max-body-bytes: must be positive"),
-        (["--nodes", "n.yaml", "--kubeconfig", "k"], "--nodes and --kubeconfig exclude each other"),
+        (["--nodes", "n.yaml", "--kubeconfig", "k"], "--nodes excludes --kubeconfig and --in-cluster"),
         (["--nodes", "{pki}/none.yaml"], "cannot read"),
         (["--kubeconfig", "{pki}/none.kubeconfig"], "feasibility rules need nodes"),
         (["--managed-resource", "gpu/a/b"], "--managed-resource 'gpu/a/b': not a resource name: a qualified name"),

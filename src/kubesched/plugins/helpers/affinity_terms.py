@@ -1,4 +1,4 @@
-"""InterPodAffinity's building blocks: compiled pod (anti-)affinity terms and (key, value) counters.
+"""InterPodAffinity's building blocks: compiled pod (anti-)affinity terms (its counts: affinity_counts.py).
 
 A term matches a pod when the pod's namespace is one of the term's namespaces (the owner's own
 namespace when neither ``namespaces`` nor ``namespaceSelector`` is set), or the namespace
@@ -12,17 +12,12 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TypeVar
 
-import numpy as np
-
 from kubesched.api.core import PodAffinityTerm, WeightedPodAffinityTerm
-from kubesched.core.nodetable import IntColumn, NodeTable
 from kubesched.core.podinfo import PodInfo
 from kubesched.plugins.helpers.label_selector import Selector, SelectorError, compile_selector
 
 # A namespace's labels, None when the namespace is unknown.
 NamespaceLabels = Callable[[str], Mapping[str, str] | None]
-# Matched terms per (topology key, node's value for it); entries that reach 0 are dropped.
-Counts = dict[tuple[str, str], int]
 
 
 @dataclass(frozen=True)
@@ -127,40 +122,3 @@ def pod_terms(pod: PodInfo) -> PodTerms:
     if not isinstance(cached, PodTerms):
         cached = pod.cache[_CACHE_KEY] = compile_terms(pod)
     return cached
-
-
-def has_pod_affinity(pod: PodInfo) -> bool:
-    """PodsWithAffinity membership: the pod sets podAffinity or podAntiAffinity."""
-    return pod.has_pod_affinity
-
-
-def node_labels(table: NodeTable, row: int) -> Mapping[str, str]:
-    return table.node(row).metadata.labels or {}
-
-
-def pods_with_affinity(table: NodeTable) -> list[tuple[int, PodInfo]]:
-    """(row, pod) for every pod with pod (anti-)affinity, from the table's index."""
-    return table.pods_with_affinity()
-
-
-def bump(counts: Counts, labels: Mapping[str, str], key: str, delta: int) -> None:
-    """Add ``delta`` at (key, the node's value for it), if the node has the key; drop entries reaching 0."""
-    value = labels.get(key)
-    if value is None:
-        return
-    pair = (key, value)
-    n = counts.get(pair, 0) + delta
-    if n:
-        counts[pair] = n
-    else:
-        counts.pop(pair, None)
-
-
-def by_code(counts: Mapping[tuple[str, str], int], key: str, vocab: Mapping[str, int]) -> IntColumn:
-    """The counts of one topology key as an array over the table's value codes of that label."""
-    out = np.zeros(len(vocab), dtype=np.int64)
-    for (k, value), n in counts.items():
-        code = vocab.get(value) if k == key else None
-        if code is not None:
-            out[code] = n
-    return out

@@ -17,6 +17,7 @@ and never for a profile with extenders.
 
 from __future__ import annotations
 
+import time
 from collections import Counter
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
@@ -41,6 +42,13 @@ FLUSH_NODE_MISSING = "node_missing"
 FLUSH_NOT_BATCHABLE = "pod_not_batchable"
 FLUSH_EMPTY_LIST = "empty_list"
 FLUSH_RESCORE = "rescore_error"
+
+# (family, labels, seconds): "hint" (hinted, profile), "store" (profile,), "rescore" (profile,) (SchedulerMetrics).
+BatchTiming = Callable[[str, tuple[str, ...], float], None]
+
+
+def _untimed(family: str, key: tuple[str, ...], seconds: float) -> None:
+    pass
 
 
 @dataclass
@@ -72,6 +80,8 @@ class OpportunisticBatch:
     last_chosen: str = ""
     attempts: Counter[str] = field(default_factory=Counter)
     flushes: Counter[str] = field(default_factory=Counter)
+    profile: str = ""
+    timing: BatchTiming = _untimed  # upstream's get_node_hint, store_schedule_results and rescore durations
 
     def _flush(self, reason: str) -> None:
         self.flushes[reason] += 1
@@ -81,6 +91,14 @@ class OpportunisticBatch:
         self, fw: Framework, state: CycleState, pod: PodInfo, table: NodeTable, signature: Hashable, cycle: int
     ) -> int | None:
         """The row to try first for ``pod``, or None (GetNodeHint)."""
+        began = time.perf_counter()
+        row = self._hint(fw, state, pod, table, signature, cycle)
+        self.timing("hint", ("no_hint" if row is None else "hint", self.profile), time.perf_counter() - began)
+        return row
+
+    def _hint(
+        self, fw: Framework, state: CycleState, pod: PodInfo, table: NodeTable, signature: Hashable, cycle: int
+    ) -> int | None:
         kept = self.kept
         row = self._usable(kept, pod, table, signature, cycle) if kept is not None else None
         if kept is None or row is None:
@@ -88,7 +106,10 @@ class OpportunisticBatch:
             return None
         # The node chosen last: if it rejects this pod, the kept order holds; if not, it competes again.
         if fw.passes(state, pod, table, row):
-            if not self._rescore(fw, state, pod, table, kept):
+            began = time.perf_counter()
+            rescored = self._rescore(fw, state, pod, table, kept)
+            self.timing("rescore", (self.profile,), time.perf_counter() - began)
+            if not rescored:
                 self._flush(FLUSH_RESCORE)
                 self.attempts[NO_HINT] += 1
                 return None
@@ -192,6 +213,19 @@ class OpportunisticBatch:
         ``scored``: the candidates' rows, raw and normalized scores per plugin, totals (before any
         extender's), and the index of the chosen one.
         """
+        began = time.perf_counter()
+        self._store(signature, hinted, chosen, table, cycle, scored)
+        self.timing("store", (self.profile,), time.perf_counter() - began)
+
+    def _store(
+        self,
+        signature: Hashable | None,
+        hinted: int | None,
+        chosen: int,
+        table: NodeTable,
+        cycle: int,
+        scored: tuple[Rows, list[IntColumn | None], list[IntColumn | None], IntColumn, int] | None,
+    ) -> None:
         self.last_cycle = cycle
         self.last_chosen = table.names[chosen]
         if hinted is not None and hinted == chosen:

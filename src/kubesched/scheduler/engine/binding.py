@@ -104,8 +104,11 @@ class Binder:
         on_done: OnDone,
         concurrency: int = 256,
         record: Record | None = None,
+        permit_wait: Callable[[Code, float], None] | None = None,
     ) -> None:
         self.cluster = cluster
+        # (the wait's status code, seconds) of a pod held at Permit: scheduler_permit_wait_duration_seconds.
+        self.permit_wait = permit_wait
         # ((extension point, status code, profile), seconds): PreBind, Bind, PostBind as kube-scheduler's.
         self.record = record or _ignore
         self.extenders = extenders
@@ -201,7 +204,10 @@ class Binder:
     async def bind_cycle(self, profile: Profile, outcome: Outcome) -> Status:
         fw, state, pod, node = profile.framework, outcome.state, outcome.pod, outcome.node or ""
         if outcome.waits:
+            waited = time.perf_counter()
             status = await self.waiting.wait(pod, outcome.waits)
+            if self.permit_wait is not None:
+                self.permit_wait(status.code, time.perf_counter() - waited)
             if not status.ok:
                 return status
         record, clock, name, timer = self.record, time.perf_counter, profile.name, state.timer

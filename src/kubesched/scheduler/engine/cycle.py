@@ -35,7 +35,7 @@ from kubesched.framework.runtime import Framework
 from kubesched.framework.selection import select_host
 from kubesched.framework.status import SUCCESS, Code, Status
 from kubesched.scheduler.engine import search
-from kubesched.scheduler.engine.batch import OpportunisticBatch
+from kubesched.scheduler.engine.batch import BatchTiming, OpportunisticBatch
 from kubesched.scheduler.engine.extenders import ExtenderError, Extenders, NoExtenders
 from kubesched.scheduler.engine.nominator import Nominator
 from kubesched.scheduler.engine.queue import QueuedPod
@@ -107,8 +107,13 @@ class Cycle:
         now: Callable[[], float] = time.monotonic,
         record: Callable[[tuple[str, Code, str], float], None] | None = None,
         record_plugin: Callable[[str, str, Code, float], None] | None = None,
+        algorithm: Callable[[float], None] | None = None,
+        batch_timing: BatchTiming | None = None,
     ) -> None:
         self.cache = cache
+        # The decision's seconds (filter, score, PostFilter): scheduler_scheduling_algorithm_duration_seconds.
+        self.algorithm = algorithm
+        self.batch_timing = batch_timing
         self.extenders: Extenders = extenders if extenders is not None else NoExtenders()
         self.nominator = nominator if nominator is not None else Nominator()
         self.percentage = percentage_of_nodes_to_score
@@ -136,7 +141,9 @@ class Cycle:
             return None  # never with extenders, as upstream
         entry = self._batches.get(profile.name)
         if entry is None or entry[0] is not profile:
-            batch = OpportunisticBatch(self.now, np.random.default_rng(self.rng.getrandbits(64)))
+            batch = OpportunisticBatch(self.now, np.random.default_rng(self.rng.getrandbits(64)), profile=profile.name)
+            if self.batch_timing is not None:
+                batch.timing = self.batch_timing
             self._batches[profile.name] = entry = (profile, batch)
         return entry[1]
 
@@ -156,6 +163,7 @@ class Cycle:
         out.state.timer = self._sample  # the binding cycle (same state) is sampled with it, as upstream
         # Every plugin's exception becomes this pod's Error status (FrameworkError, logged with its
         # traceback where it is caught): the scheduler never ends for a plugin's bug.
+        began = time.perf_counter()
         try:
             await self._decide(profile, out)
         except FrameworkError as err:
@@ -166,6 +174,8 @@ class Cycle:
             log.exception("scheduling cycle of %s failed", pod.key)
             message = f"scheduling cycle failed: {type(err).__name__}: {err}"
             out.status, out.message, out.node = Status.error(message), message, None
+        if self.algorithm is not None:
+            self.algorithm(time.perf_counter() - began)
         if out.node is not None:
             try:
                 self._reserve_and_permit(profile.framework, out)

@@ -6,6 +6,8 @@ methods of the `Scheduler`: they keep the cache current and move the pods a chan
 
 from __future__ import annotations
 
+import time
+
 from kubesched.api.core import Node, Pod
 from kubesched.core.podinfo import PodInfo
 from kubesched.framework.events import CLAIM_CHANGE, CLASS_CHANGE, SLICE_CHANGE, ActionType, ClusterEvent, EventResource
@@ -21,9 +23,16 @@ _RESOURCE_EVENTS = {
 
 
 class ClusterEvents(SchedulerState):
-    """Node and pod events, in the cache and the queue (the watch and the in-memory cluster call these)."""
+    """Node and pod events, in the cache and the queue (the watch and the in-memory cluster call these).
+
+    Each is timed under kube-scheduler's event label (scheduler_event_handling_duration_seconds).
+    """
+
+    def _handled(self, event: str, began: float) -> None:
+        self.metrics.event_handling.observe((event,), time.perf_counter() - began)
 
     def node_upserted(self, node: Node) -> None:
+        began = time.perf_counter()
         row = self.cache.table.index.get(node.metadata.name)
         old = self.cache.table.nodes[row] if row is not None else None
         self.cache.upsert_node(node)
@@ -37,15 +46,31 @@ class ClusterEvents(SchedulerState):
             node.status.declared_features,
         ):
             self.queue.on_event(q.NODE_UPDATE, row)
+        self._handled("NodeAdd" if old is None else "NodeUpdate", began)
 
     def node_deleted(self, node: Node) -> None:
+        began = time.perf_counter()
         self.cache.delete_node(node.metadata.name)
+        self._handled("NodeDelete", began)
 
     def nodes_replaced(self, nodes: list[Node]) -> None:
         self.cache.replace_nodes(nodes)
         self.queue.on_event(q.NODE_ADD)
 
     def pod_upserted(self, pod: Pod) -> None:
+        began, uid = time.perf_counter(), pod.metadata.uid
+        if pod.spec.node_name or pod.status.phase in _TERMINAL:
+            # Our own binding's echo is an add to the assigned pods, as upstream's informer handlers see it.
+            known = self.cache.pod_node(uid) is not None and not self.cache.is_assumed(uid)
+            event = "AssignedPodUpdate" if known else "AssignedPodAdd"
+        else:
+            event = self.queue.unscheduled + ("Update" if uid in self.queue else "Add")
+        try:
+            self._pod_upserted(pod)
+        finally:
+            self._handled(event, began)
+
+    def _pod_upserted(self, pod: Pod) -> None:
         uid = pod.metadata.uid
         if pod.spec.node_name or pod.status.phase in _TERMINAL:
             was = self.cache.pod_node(uid)
@@ -83,7 +108,7 @@ class ClusterEvents(SchedulerState):
         self.placements.setdefault(_key(pod), Placement(_key(pod)))
 
     def pod_deleted(self, pod: Pod) -> None:
-        uid = pod.metadata.uid
+        began, uid = time.perf_counter(), pod.metadata.uid
         was = self.cache.pod_node(uid)
         self.cache.delete_pod(uid)
         if uid in self._uncertain:
@@ -94,18 +119,22 @@ class ClusterEvents(SchedulerState):
             waiting.reject("", "pod deleted")
         if was is not None:
             self.queue.on_event(q.POD_DELETE, pod=self.cache.compile(pod))
+        self._handled(self.queue.unscheduled + "Delete" if was is None else "AssignedPodDelete", began)
 
     def volume_changed(self, kind: str, action: str) -> None:
         """A PersistentVolume, claim, StorageClass or CSINode was added, updated or deleted (`VolumeObjects`
         calls this): move the parked pods a volume plugin that registered the event rejected."""
-        self.queue.on_event(ClusterEvent(EventResource(kind), ActionType[action.upper()]))
+        began, event = time.perf_counter(), ClusterEvent(EventResource(kind), ActionType[action.upper()])
+        self.queue.on_event(event)
+        self._handled(event.label, began)
 
     def resources_changed(self, kind: str) -> None:
         """A DeviceClass, ResourceSlice or ResourceClaim was added or changed (a claim's deletion frees its
         devices): move the pods waiting on such objects, gated by PreEnqueue or parked."""
-        event = _RESOURCE_EVENTS.get(kind)
+        began, event = time.perf_counter(), _RESOURCE_EVENTS.get(kind)
         if event is not None:
             self.queue.on_event(event)
+            self._handled(event.label, began)
 
     def pods_replaced(self, pods: list[Pod]) -> None:
         """After a (re)list: the cache holds exactly these; queued pods that vanished are dropped."""

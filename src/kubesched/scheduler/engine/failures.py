@@ -16,7 +16,7 @@ from kubesched.framework.build import Profile
 from kubesched.framework.interfaces import AlreadyAssignedError, BindingUnknownError, CycleState, PostFilterPlugin
 from kubesched.framework.status import Status
 from kubesched.scheduler.engine import queue as q
-from kubesched.scheduler.engine.cycle import Outcome, unreserve
+from kubesched.scheduler.engine.cycle import NO_NODES, Outcome, unreserve
 from kubesched.scheduler.engine.state import Placement, SchedulerState, log
 from kubesched.scheduler.engine.unknown import Unknown
 from kubesched.scheduler.engine.writer import SCHEDULER_ERROR, UNSCHEDULABLE
@@ -46,7 +46,15 @@ class Failures(SchedulerState):
             self.nominator.remove(pod.uid)
         self.queue.requeue(entry, plugins=out.plugins, error=out.error)
         reason = SCHEDULER_ERROR if out.error else UNSCHEDULABLE
-        log.debug("pod %s unschedulable: %s", pod.key, out.message, extra={"pod": pod.key, "profile": profile.name})
+        # kube-scheduler's handleSchedulingFailure: a rejection at V(2), an error (when retried) as an error.
+        if out.message == NO_NODES:
+            log.log(
+                V2, "Unable to schedule pod; no nodes are registered to the cluster; waiting", extra={"pod": pod.key}
+            )
+        elif not out.error:
+            log.log(V2, "Unable to schedule pod; no fit; waiting", extra={"pod": pod.key, "err": out.message})
+        elif self.queue.retry_errors:
+            log.error("Error scheduling pod; retrying", extra={"pod": pod.key, "err": out.message})
         self.placements[pod.key] = Placement(pod.key, None, out.message)
         self.cluster.failed(pod, profile.name, reason, out.message, nominated)
 
@@ -106,6 +114,8 @@ class Failures(SchedulerState):
         pod, node = out.pod, out.node or ""
         self.metrics.attempt("scheduled", profile, time.perf_counter() - out.started)
         self.metrics.scheduled(entry.attempts, self.queue.clock.now() - entry.first_queued_at)
+        if entry.flushed:
+            self.metrics.after_flush.inc()
         self.placements[pod.key] = Placement(pod.key, node, None)
         log.log(V2, "Successfully bound pod to node", extra={"pod": pod.key, "node": node, "profile": profile})
         self.cluster.scheduled(pod, node, profile)

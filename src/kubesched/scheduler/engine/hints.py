@@ -9,6 +9,7 @@ that registered it; pods an extender rejected move on every event; a hint that r
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Mapping
 
 from kubesched.core.nodetable import NodeTable
@@ -24,8 +25,13 @@ from kubesched.scheduler.engine.queue import QueuedPod
 class QueueingHints:
     """The events each profile's plugins registered; called by the queue for each parked pod and event."""
 
-    def __init__(self, table: Callable[[], NodeTable]) -> None:
+    def __init__(
+        self, table: Callable[[], NodeTable], timing: Callable[[tuple[str, str, str], float], None] | None = None
+    ) -> None:
         self._table = table
+        # ((plugin, event, "Queue" | "QueueSkip" | "Error"), seconds) of each hint called: kube-scheduler's
+        # scheduler_queueing_hint_execution_duration_seconds.
+        self._timing = timing
         self._registered: dict[str, dict[str, tuple[Plugin, Registrations | None]]] = {}
 
     def register(self, profiles: Mapping[str, Profile]) -> None:
@@ -70,10 +76,18 @@ class QueueingHints:
             else:
                 return True
             for hint in hints:
+                began = time.perf_counter()
                 try:
-                    if hint(entry.info, event, obj):
-                        return True
+                    queue = hint(entry.info, event, obj)
                 except Exception as err:  # a failing hint must not keep the pod parked: let it try
+                    self._timed(name, event, "Error", began)
                     plugin_error("QueueingHint", plugin, entry.info, err)
                     return True
+                self._timed(name, event, "Queue" if queue else "QueueSkip", began)
+                if queue:
+                    return True
         return False
+
+    def _timed(self, plugin: str, event: ClusterEvent, hint: str, began: float) -> None:
+        if self._timing is not None:
+            self._timing((plugin, event.label, hint), time.perf_counter() - began)

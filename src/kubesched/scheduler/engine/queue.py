@@ -39,8 +39,7 @@ UNSCHEDULABLE_TIMEOUT = 300.0
 ACTIVE, BACKOFF, UNSCHEDULABLE, GATED = "active", "backoff", "unschedulable", "gated"
 
 # scheduler_queue_incoming_pods_total's event labels, as kube-scheduler spells them; a cluster event's is
-# its ClusterEvent.label.
-UNSCHEDULED_POD_ADD, UNSCHEDULED_POD_UPDATE = "UnschedulablePodAdd", "UnschedulablePodUpdate"
+# its ClusterEvent.label, a pending pod's `SchedulingQueue.unscheduled` + Add or Update (the release's word).
 ATTEMPT_FAILURE, BACKOFF_COMPLETE, TIMEOUT_EVENT = "ScheduleAttemptFailure", "BackoffComplete", "UnschedulableTimeout"
 
 
@@ -84,6 +83,7 @@ class QueuedPod:
     gate: Status = SUCCESS
     where: str = ""
     cycle_moves: int = 0  # the queue's move counter when the pod was popped
+    flushed: bool = False  # left the pool by the 5-minute timeout (scheduler_pod_scheduled_after_flush_total)
     version: int = 0  # bumps on every push into a heap; stale heap entries are skipped
 
 
@@ -121,6 +121,10 @@ class SchedulingQueue:
         self.initial_backoff = initial_backoff
         self.max_backoff = max_backoff
         self.unschedulable_timeout = unschedulable_timeout
+        # Whether an attempt that failed with an Error status backs off and is tried again (kube-scheduler's way, for
+        # live clusters, where the error may pass). In memory (`--cluster`) nothing changes between retries: such a
+        # pod waits in the unschedulable pool, for a cluster event, as an unschedulable one does.
+        self.retry_errors = True
         self.notify = notify or (lambda: None)
         # Whether an event may lift a PreEnqueue rejection (the rejecting plugin registered it); SchedulingGates
         # registers none: its pods wait for their own update.
@@ -134,7 +138,8 @@ class SchedulingQueue:
         # Pods put into each place by event: kube-scheduler's scheduler_queue_incoming_pods_total{queue,event}
         # (gated pods count as "unschedulable", where kube-scheduler keeps them).
         self.incoming: dict[tuple[str, str], int] = {}
-        self._event = UNSCHEDULED_POD_ADD  # what moves the pods now being placed
+        self.unscheduled = "UnscheduledPod"  # v1.37's word; "UnschedulablePod" under v1.35 (`Release`)
+        self._event = "UnscheduledPodAdd"  # what moves the pods now being placed
 
     def unschedulable_by_plugin(self) -> dict[tuple[str, str], int]:
         """Queued pods (not in flight) per (rejecting or gating plugin, profile): kube-scheduler's
@@ -169,6 +174,10 @@ class SchedulingQueue:
         """Pods per place (kube-scheduler's scheduler_pending_pods{queue}); in-flight pods are not counted."""
         return {k: v for k, v in self._counts.items() if k}
 
+    def in_flight(self) -> int:
+        """Pods popped and not yet back or done (kube-scheduler's inflight PodPopped events)."""
+        return self._counts[""]
+
     def _set_where(self, entry: QueuedPod, where: str) -> None:
         before = entry.where
         self._counts[before] -= 1
@@ -189,7 +198,7 @@ class SchedulingQueue:
         entry = QueuedPod(info, profile, first_queued_at=now, queued_at=now)
         self._pods[info.uid] = entry
         self._counts[""] += 1
-        self._event = UNSCHEDULED_POD_ADD
+        self._event = self.unscheduled + "Add"
         self._enqueue(entry)
 
     def update(self, info: PodInfo, profile: str) -> None:
@@ -199,7 +208,7 @@ class SchedulingQueue:
             self.add(info, profile)
             return
         entry.info, entry.profile = info, profile
-        self._event = UNSCHEDULED_POD_UPDATE
+        self._event = self.unscheduled + "Update"
         if entry.where == GATED:
             self._enqueue(entry)
         elif entry.where == UNSCHEDULABLE:
@@ -221,6 +230,11 @@ class SchedulingQueue:
                 self._push_backoff(entry)
             else:
                 self._push_active(entry)
+        elif entry.gate.code == Code.ERROR and not self.retry_errors:
+            # A PreEnqueue plugin failed, in memory: asked again only after a cluster event.
+            entry.unschedulable_since = self.clock.now()
+            entry.version += 1
+            self._set_where(entry, UNSCHEDULABLE)
         elif entry.gate.code == Code.ERROR:
             # A PreEnqueue plugin failed (not a gate): PreEnqueue is tried again after a backoff.
             entry.attempts += 1
@@ -276,7 +290,7 @@ class SchedulingQueue:
         entry.backoff_until = now + self.backoff_duration(entry.attempts)
         entry.unschedulable_plugins = plugins
         self._event = ATTEMPT_FAILURE
-        if error or entry.cycle_moves != self._moves:
+        if (error and self.retry_errors) or entry.cycle_moves != self._moves:
             self._push_backoff(entry)
         else:
             entry.unschedulable_since = now
@@ -319,6 +333,7 @@ class SchedulingQueue:
             for entry in [
                 e for e in self._pods.values() if e.where == UNSCHEDULABLE and e.unschedulable_since <= limit
             ]:
+                entry.flushed = True
                 self._move(entry)
 
     def next_backoff_expiry(self) -> float | None:

@@ -45,7 +45,7 @@ from kubesched.scheduler.engine.state import log
 from kubesched.scheduler.engine.unknown import DEFAULT_TTL as DEFAULT_UNKNOWN_TTL
 from kubesched.scheduler.engine.unknown import UnknownBindings
 from kubesched.scheduler.engine.writer import ClusterWriter
-from kubesched.scheduler.metrics import SchedulerMetrics
+from kubesched.scheduler.metrics import CODE_TEXT, SchedulerMetrics
 
 
 class Scheduler(ClusterEvents, Failures):
@@ -91,7 +91,7 @@ class Scheduler(ClusterEvents, Failures):
         self.built = built = build(self.make_handle)
         self.extenders: Extenders = extenders(built.config.extenders)
         self._wakeup = asyncio.Event()
-        self.hints = QueueingHints(lambda: cache.table)
+        self.hints = QueueingHints(lambda: cache.table, self.metrics.queueing_hints.observe)
         self.hints.register(built.profiles)
         self.queue = q.SchedulingQueue(
             clock=clock,
@@ -103,6 +103,8 @@ class Scheduler(ClusterEvents, Failures):
             gate_interested=self.hints.gate,
         )
         self.queue.sort_key = self._sort_key(built)
+        for profile in built.profiles.values():  # the release's spelling of a pending pod's events
+            self.queue.unscheduled = profile.handle.release.unscheduled_pod
         self.cycle = Cycle(
             cache,
             extenders=self.extenders,
@@ -112,6 +114,8 @@ class Scheduler(ClusterEvents, Failures):
             batching=batching,
             record=self.metrics.extension_points.observe,
             record_plugin=self.metrics.plugin,
+            algorithm=lambda seconds: self.metrics.algorithm.observe((), seconds),
+            batch_timing=self.metrics.batch_timing,
         )
         self.binder = Binder(
             cluster,
@@ -120,9 +124,13 @@ class Scheduler(ClusterEvents, Failures):
             self._bound,
             bind_concurrency,
             self.metrics.extension_points.observe,
+            lambda code, seconds: self.metrics.permit_wait.labels(CODE_TEXT[code]).observe(seconds),
         )
         self.metrics.follow_queue(self.queue.pending, self.queue.incoming, self.queue.unschedulable_by_plugin)
         self.metrics.follow_batches(self.cycle.batch_counts)
+        self.metrics.follow_scheduler(
+            self.cache.sizes, lambda: len(self.binder), self.queue.in_flight, self._evaluations
+        )
         self.placements = {}  # by pod key, for the embedded default's report
         self._foreign = {}  # pending pods of other schedulers, kept for a reload
         self._background = set()
@@ -131,6 +139,10 @@ class Scheduler(ClusterEvents, Failures):
         self.scheduling = asyncio.Event()  # set while the loop runs (the leader, once synced)
 
     # ---- profiles ---------------------------------------------------------------------------------------
+
+    def _evaluations(self) -> list[tuple[str, Mapping[tuple[str, str], int]]]:
+        """Each profile's plugin evaluation counts (its framework keeps them; a reload starts them anew)."""
+        return [(name, profile.framework.evaluations) for name, profile in self.built.profiles.items()]
 
     def make_handle(self, scheduler_name: str) -> Handle:
         """The handle a profile's plugins get: the cluster and what the scheduler offers them."""

@@ -31,7 +31,7 @@ from kubesched.framework.runtime import Framework
 from kubesched.framework.status import Status
 from kubesched.scheduler.engine import search
 from kubesched.scheduler.engine.built import Built
-from kubesched.scheduler.engine.extenders import NoExtenders
+from kubesched.scheduler.engine.extenders import ExtenderError, ExtendersFactory, NoExtenders, no_extenders
 from kubesched.scheduler.engine.queue import ManualClock
 from kubesched.scheduler.engine.scheduler import Scheduler
 from kubesched.scheduler.explain.helps import what_would_help
@@ -100,8 +100,10 @@ async def explain(
     wanted: str,
     kubernetes_version: str,
     helps: bool = True,
+    extenders: ExtendersFactory = no_extenders,
 ) -> Explanation:
-    """Explain pod ``wanted`` (``NAMESPACE/NAME``) on ``objects`` with the configuration ``build`` builds."""
+    """Explain pod ``wanted`` (``NAMESPACE/NAME``) on ``objects`` with the configuration ``build`` builds;
+    ``extenders`` makes the client of the extenders it names (`offline.ReadOnlyExtenders`: never their bind)."""
     target, others, bound_to, skipped = pick(objects.pods, wanted)
     cluster = MemoryCluster(
         objects.nodes,
@@ -120,6 +122,7 @@ async def explain(
         default_selector=objects.default_selector,
         volumes=cluster.volumes,
         resources=cluster.resources,
+        extenders=extenders,
     )
     cluster.attach(scheduler)
     notes = []
@@ -162,8 +165,18 @@ async def explain(
     pct = scheduler.cycle.percentage if percentage is None else percentage
     k = search.num_feasible_nodes_to_find(len(narrowed), pct, bool(fw.score)) if len(narrowed) else 0
     sampled = feasible[:k]
+    extended = await _extenders(scheduler, pod, feasible, reported, failed, out.notes)
+    if extended is not None:  # kube-scheduler's extenders filter the sample the plugins found
+        passed = set(extended.tolist())
+        feasible = extended
+        sampled = np.array([r for r in sampled.tolist() if r in passed], dtype=np.intp)
     out.sample = Sample(pct, k, len(feasible))
     scores = _scores(fw, state, pod, NodeBatch(table, sampled)) if len(sampled) else {}
+    if len(sampled) and scheduler.extenders.prioritizers(pod):
+        extra = await scheduler.extenders.prioritize(pod, table, sampled)
+        for r in sampled.tolist():
+            value = extra.get(str(names[r]), 0)
+            scores[int(r)].append(Score("extenders", value, value, 1, value))
     feasible_set = set(feasible.tolist())
     for r in rows.tolist():
         status = reported.get(r)
@@ -226,6 +239,35 @@ def _filter(
         for r in np.setdiff1d(rows, narrowed).tolist():
             reported.setdefault(int(r), diagnosis.absent)
     return narrowed, feasible, reported, failed
+
+
+async def _extenders(
+    scheduler: Scheduler,
+    pod: PodInfo,
+    feasible: Rows,
+    reported: dict[int, Status],
+    failed: dict[int, list[Verdict]],
+    notes: list[str],
+) -> Rows | None:
+    """The filter extenders' verdicts on every feasible node (kube-scheduler asks them about its sample):
+    the rows they pass, their rejections added to ``reported`` and ``failed``; None when none filters."""
+    ext = scheduler.extenders
+    if not len(feasible) or not ext.filters(pod):
+        return None
+    table = scheduler.cache.table
+    names = table.name_array()
+    try:
+        passed, statuses = await ext.filter(pod, table, names[feasible].tolist())
+    except ExtenderError as err:  # the cycle fails the pod with it too (its message is the FitError's)
+        notes.append(f"a filter extender failed: {err}")
+        return None
+    for name, status in statuses.items():
+        row = table.index.get(name)
+        if row is not None:
+            reported[row] = status
+            failed.setdefault(row, []).append(_verdict(status))
+    keep = set(passed)
+    return np.array([r for r in feasible.tolist() if str(names[r]) in keep], dtype=np.intp)
 
 
 def _with_reported(failed: list[Verdict], status: Status | None) -> list[Verdict]:

@@ -73,6 +73,18 @@ class Help(msgspec.Struct, rename="camel", omit_defaults=True, frozen=True):
     detail: str = ""
 
 
+class Recorded(msgspec.Struct, rename="camel", omit_defaults=True, frozen=True):
+    """The decision a running scheduler recorded for the pod (its /debug/decisions record)."""
+
+    scheduler: str  # where it was read
+    result: str  # Scheduled, Unschedulable, SchedulerError
+    node: str | None = None
+    message: str = ""
+    nominated_node: str | None = None
+    time: str = ""  # RFC 3339, UTC
+    attempts: int = 0
+
+
 class Explanation(msgspec.Struct, rename="camel", kw_only=True):
     """Why one pod lands where it does, or why it stays pending (every field written, null or empty)."""
 
@@ -93,6 +105,7 @@ class Explanation(msgspec.Struct, rename="camel", kw_only=True):
     preemption: Preemption | None = None
     help: list[Help] = msgspec.field(default_factory=list)
     notes: list[str] = msgspec.field(default_factory=list)
+    recorded: Recorded | None = None  # what a running scheduler decided (explain --scheduler)
 
 
 CODE_NAMES = ("Success", "Error", "Unschedulable", "UnschedulableAndUnresolvable", "Wait", "Skip", "Pending")

@@ -15,6 +15,7 @@ from kubesched.cluster.resources import ResourceObjects
 from kubesched.cluster.storage import volume_objects
 from kubesched.config.check import validate_configuration, validate_file
 from kubesched.config.profiles import default_configuration
+from kubesched.core.podinfo import PodInfo
 from kubesched.errors import ConfigurationError
 from kubesched.framework.interfaces import Handle
 from kubesched.scheduler.engine.built import Built
@@ -22,9 +23,18 @@ from kubesched.scheduler.explain.evaluate import Objects, explain
 from kubesched.scheduler.explain.model import Explanation
 from kubesched.scheduler.profiles.manager import PluginSource, load_registry
 from kubesched.scheduler.profiles.manager import build as build_profiles
+from kubesched.scheduler.remote.extenders import ExtenderSet, HTTPExtender
 from kubesched.versions import REFERENCE, Release, parse_release
 
 Build = Callable[[Callable[[str], Handle]], Built]
+
+
+class ReadOnlyExtenders(ExtenderSet):
+    """The configured extenders for an explanation: filter, prioritize and preempt asked, bind never (an
+    extender that binds would bind the pod in the live cluster; the in-memory cluster binds instead)."""
+
+    def binder(self, pod: PodInfo) -> HTTPExtender | None:
+        return None
 
 
 def objects_of(found: ClusterFile) -> Objects:
@@ -72,4 +82,4 @@ def explain_file(
     release = parse_release(kubernetes_version) if kubernetes_version else REFERENCE
     build = configuration(Path(config) if config is not None else None, release)
     objects = objects_of(read_cluster(Path(cluster)))
-    return asyncio.run(explain(build, objects, pod, f"v{release.version}", helps))
+    return asyncio.run(explain(build, objects, pod, f"v{release.version}", helps, ReadOnlyExtenders))

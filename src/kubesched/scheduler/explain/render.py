@@ -13,6 +13,18 @@ def text(ex: Explanation, all_nodes: bool = False) -> str:
     lines: list[str] = []
     add = lines.append
     add(f"Pod:                 {ex.pod}")
+    rec = ex.recorded
+    if rec is not None:
+        add(f"Recorded:            {rec.result} at {rec.time}, attempt {rec.attempts} (scheduler {rec.scheduler})")
+        add(f"  Node:              {rec.node or '<none>'}")
+        if rec.message:
+            add(f"  Message:           {rec.message}")
+        if rec.nominated_node:
+            add(f"  Nominated node:    {rec.nominated_node}")
+        if not ex.nodes:
+            lines.extend(f"Note:                {note}" for note in ex.notes)
+            return "\n".join(lines) + "\n"
+        add("Now (evaluated afresh on the cluster as it is):")
     add(f"Profile:             {ex.profile} (Kubernetes {ex.kubernetes_version})")
     if ex.bound_to:
         add(f"Bound to:            {ex.bound_to} (explained as if it were pending now)")

@@ -37,6 +37,19 @@ def write_explanation(ex: Explanation, path: Path) -> None:
 
 def _answer(page: Page, ex: Explanation) -> None:
     facts: list[tuple[str, str]] = [("Pod", ex.pod)]
+    rec = ex.recorded
+    if rec is not None:  # explain --scheduler: what the running scheduler decided, then (if any) afresh
+        facts.append(("Recorded", f"{rec.result} at {rec.time}, attempt {rec.attempts} (scheduler {rec.scheduler})"))
+        facts.append(("Recorded node", rec.node or "none"))
+        if rec.message:
+            facts.append(("Recorded message", rec.message))
+        if rec.nominated_node:
+            facts.append(("Recorded nomination", rec.nominated_node))
+        if not ex.nodes:
+            page.heading("Answer")
+            page.facts(facts + [("Note", note) for note in ex.notes])
+            return
+        facts.append(("Now", "evaluated afresh on the cluster as it is, below"))
     if ex.bound_to:
         facts.append(("Bound to", f"{ex.bound_to} (explained as if it were pending now)"))
     if ex.node:
@@ -67,7 +80,7 @@ def _answer(page: Page, ex: Explanation) -> None:
 
 
 def _help(page: Page, ex: Explanation) -> None:
-    if ex.node is not None:
+    if ex.node is not None or not ex.nodes:  # placed, or only a recorded decision (nothing evaluated)
         return
     page.heading("What would help")
     if not ex.help:

@@ -52,6 +52,28 @@ def test_an_error_backs_off_then_the_pod_comes_back_by_itself() -> None:
     assert queue.pop() is entry
 
 
+def test_without_retry_errors_an_errored_pod_waits_for_an_event_instead() -> None:
+    # `scheduler run --cluster`: nothing changes in memory between two retries, so none is made without an event.
+    clock = ManualClock()
+    queue = SchedulingQueue(clock=clock)
+    queue.retry_errors = False
+    queue.add(make_pod("p"), "s")
+    entry = queue.pop()
+    assert entry is not None
+    queue.requeue(entry, error=True)
+    assert queue.pending()[q.UNSCHEDULABLE] == 1 and queue.next_backoff_expiry() is None
+    clock.advance(60)
+    assert queue.pop() is None
+    assert queue.on_event(q.NODE_ADD) == 1  # something changed: tried again (after its backoff)
+    clock.advance(1)
+    assert queue.pop() is entry
+    # A PreEnqueue plugin's error too: asked again only after an event.
+    failing = SchedulingQueue(clock=clock, pre_enqueue=lambda _e: Status.error("boom"))
+    failing.retry_errors = False
+    failing.add(make_pod("g"), "s")
+    assert failing.pending()[q.UNSCHEDULABLE] == 1 and failing.next_backoff_expiry() is None
+
+
 def test_unschedulable_pods_wait_for_an_event_their_plugins_care_about() -> None:
     clock = ManualClock()
     interested = {"fit": {q.NODE_ADD, q.POD_DELETE}, "name": {q.NODE_ADD}}

@@ -124,3 +124,26 @@ def test_a_big_cluster_is_bounded() -> None:
     assert f"{MAX_TABLE_NODES} of 5000 nodes shown" in page
     assert f"The {MAX_SCORED_NODES} best of 2500 scored nodes shown" in page
     assert 'data-node="n-98"' in page.split("</tr>")[1]  # the chosen node is the first row
+
+
+def test_a_recorded_decision_alone(browser: Browser, tmp_path: Path) -> None:
+    from kubesched.scheduler.explain.model import Explanation, Recorded
+
+    rec = Recorded("http://127.0.0.1:10251", "Unschedulable", None, "0/3 nodes are available: 3 Insufficient cpu.")
+    ex = Explanation(
+        pod="shop/web-0",
+        kubernetes_version="v1.37.2",
+        profile="default-scheduler",
+        node=None,
+        message="",
+        recorded=rec,
+        notes=["the cluster was not read (--scheduler alone)"],
+    )
+    path = tmp_path / "recorded.html"
+    write_explanation(ex, path)
+    opened = browser.open(path)
+    opened.assert_clean(path.resolve().as_uri())
+    opened.assert_charts_drawn(set())
+    body = opened.evaluate("() => document.body.innerText")
+    assert "Unschedulable at" in body and rec.message in body and "--scheduler alone" in body
+    assert "What would help" not in body and opened.evaluate("() => document.getElementById('node-table')") is None
