@@ -106,9 +106,11 @@ class Page:
         )
 
     def html(self) -> str:
-        from plotly.offline import get_plotlyjs  # the bundled plotly.js, ~4.6 MB: loaded only to write a report
+        script = ""
+        if self.charts:
+            from plotly.offline import get_plotlyjs  # the bundled plotly.js, ~4.6 MB: only for a page with charts
 
-        script = get_plotlyjs() if self.charts else ""
+            script = get_plotlyjs()
         sub = f'<p class="sub">{esc(self.subtitle)}</p>' if self.subtitle else ""
         return (
             '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
