@@ -69,6 +69,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     cmd.add_argument("-o", "--output", choices=("text", "json"), default="text", help="output format (default text)")
     cmd.add_argument(
+        "--report",
+        type=Path,
+        metavar="OUT.html",
+        help="also write a self-contained HTML report there (heat maps, pending pods, A/B: docs/simulate.md)",
+    )
+    cmd.add_argument(
         "--feature-gates",
         default="",
         metavar="GATE=BOOL,...",
@@ -135,6 +141,13 @@ def run_simulate(args: argparse.Namespace) -> int:
         raise config_problem(err, args.config) from None
     except FrameworkError as err:
         raise CLIError(f"simulating: {err}") from None
+    if args.report is not None:
+        from kubesched.scheduler.report.simulation import write_report  # plotly: only for a report
+
+        try:
+            write_report(sim, args.report)
+        except OSError as err:
+            raise CLIError(f"--report: cannot write {args.report}: {err.strerror or err}") from None
     if args.output == "json":
         sys.stdout.write(msgspec.json.format(msgspec.json.encode(sim), indent=2).decode() + "\n")
     else:

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from kubesched.cluster.cache import ClusterCache
-from kubesched.core.nodetable import NodeTable, Rows
+from kubesched.core.nodetable import IntColumn, NodeTable, Rows
 from kubesched.core.podinfo import PodInfo
 from kubesched.framework.build import Profile
 from kubesched.framework.diagnosis import Diagnosis
@@ -131,6 +131,9 @@ class Cycle:
         self._sampler = random.Random()  # not self.rng: sampling must not move the tie-breaks
         self._sample: Callable[[str, str, Code, float], None] | None = None  # this cycle's, if sampled
         self._batches: dict[str, tuple[Profile, OpportunisticBatch]] = {}
+        # Set by `simulate` (records on): each scored cycle's normalized scores per Score plugin (None: the plugin
+        # did not score) and the index of the chosen node among them; never set by the live scheduler.
+        self.observe_scores: Callable[[Framework, list[IntColumn | None], int], None] | None = None
 
     def batch(self, profile: Profile) -> OpportunisticBatch | None:
         """The profile's batch state (new after a reload), or None without batching."""
@@ -237,6 +240,8 @@ class Cycle:
             totals = totals + np.fromiter((extra.get(n, 0) for n in names), dtype=np.int64, count=len(names))
         best = select_host(totals, self.rng)
         chosen = int(feasible[best])
+        if self.observe_scores is not None:
+            self.observe_scores(fw, normalized, best)
         out.node = table.names[chosen]
         if batch is not None:
             batch.store(signature, hinted, chosen, table, self.count, (feasible, raw, normalized, totals, best))
