@@ -3,7 +3,7 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
-.PHONY: setup lock run serve-extender test lint build-control-plane build-helm bench bench-compare bench-perf diff clean
+.PHONY: setup lock run serve-extender test lint build-control-plane build-helm install-chromium bench bench-compare bench-perf diff clean
 
 
 # The dependencies as locked, every file checked against its hash; kubesched itself resolves nothing (--no-deps);
@@ -48,7 +48,11 @@ build-control-plane: setup
 build-helm: setup
 	$(BIN)/python -m kubesched.testing.build helm
 
-test: lint build-control-plane build-helm
+# Debian's Chromium for the HTML reports' browser tests (tests/unit/scheduler/report): apt-get, once.
+install-chromium:
+	bash scripts/install-chromium
+
+test: lint build-control-plane build-helm install-chromium
 	$(BIN)/pytest -q -rs
 
 bench: setup

@@ -78,7 +78,13 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     cmd.add_argument("--config", type=Path, help="KubeSchedulerConfiguration (default: kube-scheduler's defaults)")
     kube_version.add_flag(cmd)
     add_plugins_from_flag(cmd, "the config's pluginModules")
-    cmd.add_argument("-o", "--output", choices=("text", "json"), default="text", help="output format (default text)")
+    cmd.add_argument(
+        "-o",
+        "--output",
+        choices=("text", "json", "html"),
+        default="text",
+        help='output format (default text); html: a self-contained page (docs/explain.md, "The report")',
+    )
     cmd.add_argument("--all-nodes", action="store_true", help="text: list every node (default: at most 50)")
     cmd.set_defaults(func=run_explain)
 
@@ -142,6 +148,10 @@ def _key(pod: str, namespace: str | None) -> str:
 def _write(ex: Explanation, args: argparse.Namespace) -> None:
     if args.output == "json":
         sys.stdout.write(msgspec.json.format(msgspec.json.encode(ex), indent=2).decode() + "\n")
+    elif args.output == "html":
+        from kubesched.scheduler.report.explanation import explanation_html  # plotly: only for a report
+
+        sys.stdout.write(explanation_html(ex))
     else:
         sys.stdout.write(text(ex, args.all_nodes))
 

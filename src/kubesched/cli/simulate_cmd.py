@@ -11,7 +11,7 @@ from pathlib import Path
 
 import msgspec
 
-from kubesched.cli import kube_version
+from kubesched.cli import kube_version, sweep_cmd
 from kubesched.cli.plugins_cmd import add_plugins_from_flag, image_only
 from kubesched.cli.scheduler_cmd import FEATURE_GATES, builder, config_problem, feature_gates, read_config
 from kubesched.cluster.defaulting import DefaultingError
@@ -44,6 +44,8 @@ Examples:
   kubesched simulate --cluster examples/cluster.yaml --scenario examples/scenario.yaml
   kubesched simulate --cluster examples/cluster.yaml --scenario examples/scenario.yaml \\
       --compare examples/scheduler-config.yaml -o json
+  kubesched simulate --sweep examples/sweep.yaml              # a grid of configurations, ranked (local processes)
+  kubesched simulate --sweep examples/sweep.yaml --dask tcp://dask-scheduler:8786 --report sweep.html
 """
 
 
@@ -55,8 +57,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    cmd.add_argument("--cluster", type=Path, metavar="FILE", required=True, help="a cluster file (nodes, pods, …)")
-    cmd.add_argument("--scenario", type=Path, metavar="FILE", required=True, help="the scenario (docs/simulate.md)")
+    cmd.add_argument("--cluster", type=Path, metavar="FILE", help="a cluster file (nodes, pods, …)")
+    cmd.add_argument("--scenario", type=Path, metavar="FILE", help="the scenario (docs/simulate.md)")
     cmd.add_argument("--config", type=Path, help="KubeSchedulerConfiguration A (default: kube-scheduler's defaults)")
     cmd.add_argument("--compare", type=Path, metavar="B", help="a second configuration, compared with A")
     cmd.add_argument("--seed", type=int, default=0, help="seed of the tie-breaks between equal nodes (default 0)")
@@ -67,6 +69,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     cmd.add_argument("-o", "--output", choices=("text", "json"), default="text", help="output format (default text)")
     cmd.add_argument(
+        "--report",
+        type=Path,
+        metavar="OUT.html",
+        help="also write a self-contained HTML report there (heat maps, pending pods, A/B: docs/simulate.md)",
+    )
+    cmd.add_argument(
         "--feature-gates",
         default="",
         metavar="GATE=BOOL,...",
@@ -74,6 +82,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     kube_version.add_flag(cmd)
     add_plugins_from_flag(cmd, "the configurations' pluginModules")
+    sweep_cmd.add_flags(cmd)
     cmd.set_defaults(func=run_simulate)
 
 
@@ -90,6 +99,11 @@ def _build(path: Path | None, args: argparse.Namespace, flag: str) -> tuple[str,
 
 
 def run_simulate(args: argparse.Namespace) -> int:
+    if args.sweep is not None:
+        return sweep_cmd.run_sweep(args)
+    sweep_cmd.sweep_flags_alone(args)
+    if args.cluster is None or args.scenario is None:
+        raise CLIError("--cluster FILE and --scenario FILE are required (or --sweep FILE)")
     logging.basicConfig(level=logging.WARNING, format="kubesched: %(levelname)s: %(message)s")
     release = kube_version.release(args)
     gates = feature_gates(args.feature_gates)
@@ -127,6 +141,13 @@ def run_simulate(args: argparse.Namespace) -> int:
         raise config_problem(err, args.config) from None
     except FrameworkError as err:
         raise CLIError(f"simulating: {err}") from None
+    if args.report is not None:
+        from kubesched.scheduler.report.simulation import write_report  # plotly: only for a report
+
+        try:
+            write_report(sim, args.report)
+        except OSError as err:
+            raise CLIError(f"--report: cannot write {args.report}: {err.strerror or err}") from None
     if args.output == "json":
         sys.stdout.write(msgspec.json.format(msgspec.json.encode(sim), indent=2).decode() + "\n")
     else:

@@ -130,6 +130,9 @@ class Cycle:
         self._sampler = random.Random()  # not self.rng: sampling must not move the tie-breaks
         self._sample: Callable[[str, str, Code, float], None] | None = None  # this cycle's, if sampled
         self._batches: dict[str, tuple[Profile, OpportunisticBatch]] = {}
+        # Set by `simulate` (records on): each scored cycle's normalized scores per Score plugin (None: the plugin
+        # did not score) and the index of the chosen node among them; never set by the live scheduler.
+        self.observe_scores: Callable[[Framework, list[IntColumn | None], int], None] | None = None
 
     def batch(self, profile: Profile) -> OpportunisticBatch | None:
         """The profile's batch state (new after a reload), or None without batching."""
@@ -230,6 +233,8 @@ class Cycle:
             totals = totals + np.fromiter((extra.get(n, 0) for n in names), dtype=np.int64, count=len(names))
         best = select_host(totals, self.rng)
         chosen = int(feasible[best])
+        if self.observe_scores is not None:
+            self.observe_scores(fw, scores.normalized, best)
         if batch is not None:
             batch.store(
                 signature, hinted, chosen, table, self.count, (feasible, scores.raw, scores.normalized, totals, best)

@@ -159,6 +159,7 @@ async def explain(
     state = CycleState()
     narrowed, feasible, reported, failed = _filter(scheduler, profile, state, pod)
     out.pre_filter = _pre_filter_steps(fw, pod, table)
+    out.filter_plugins = [plugin.name for plugin in fw.filter]
     rows = table.ordered_rows()
     names = table.name_array()
     percentage = profile.percentage_of_nodes_to_score

@@ -99,6 +99,7 @@ class Explanation(msgspec.Struct, rename="camel", kw_only=True):
     runner_up: str | None = None
     margin: int | None = None  # the chosen node's total score minus the runner-up's
     pre_filter: list[PreFilterStep] = msgspec.field(default_factory=list)
+    filter_plugins: list[str] = msgspec.field(default_factory=list)  # the profile's Filter plugins, in order
     sample: Sample | None = None
     nodes: list[NodeExplanation] = msgspec.field(default_factory=list)
     preemption: Preemption | None = None

@@ -101,6 +101,21 @@ class StepResult(msgspec.Struct, rename="camel", kw_only=True):
     cycles: int = 0  # scheduling cycles the step ran
 
 
+BUCKETS = 11  # a ScoreDistribution's histogram: normalized score // 10, 0-9 … 90-99, then 100
+
+
+class ScoreDistribution(msgspec.Struct, rename="camel", frozen=True):
+    """One Score plugin over the run's scored cycles (records on; a cycle with one feasible node scores none):
+    how many cycles it scored in, its weight, and histograms of its normalized score (0-100, ``BUCKETS``
+    buckets of 10, the last one 100) on the chosen node and on every node scored."""
+
+    plugin: str
+    weight: int
+    cycles: int
+    chosen: list[int]
+    scored: list[int]
+
+
 class Run(msgspec.Struct, rename="camel", kw_only=True):
     """The scenario under one configuration (``label``: "A", "B"; ``config``: its file, or "" for defaults)."""
 
@@ -111,6 +126,7 @@ class Run(msgspec.Struct, rename="camel", kw_only=True):
     initial_aggregate: Aggregate | None = None
     steps: list[StepResult] = msgspec.field(default_factory=list)
     final: list[PodDecision] = msgspec.field(default_factory=list)  # every scenario pod's end state (records on)
+    scores: list[ScoreDistribution] = msgspec.field(default_factory=list)  # per Score plugin (records on)
     notes: list[str] = msgspec.field(default_factory=list)  # e.g. records stopped at their bound
 
 

@@ -34,6 +34,7 @@ from kubesched.scheduler.simulate.model import (
     StepResult,
 )
 from kubesched.scheduler.simulate.scenario import Scenario
+from kubesched.scheduler.simulate.scores import ScoreHistograms
 
 # Per-pod decisions and per-node states kept in one run (~200 bytes each): 1,000 steps of 50,000 nodes
 # would be 50 million; past this bound the steps keep their aggregates only.
@@ -78,6 +79,8 @@ async def play(
         resources=resources,
     )
     cluster.attach(scheduler)
+    histograms = ScoreHistograms() if options.records else None
+    scheduler.cycle.observe_scores = histograms
     st = State(cluster, scheduler, clock, waiting, workloads)
     st.keys = {uid: key_of(p) for uid, p in cluster.pods.items()}
     st.uids = {key: uid for uid, key in st.keys.items()}
@@ -103,6 +106,8 @@ async def play(
     latest = {d.pod: d for d in final}  # a recreated pod: its last incarnation
     if options.records:
         run.final = list(latest.values())
+    if histograms is not None:
+        run.scores = histograms.distributions()
     return run, list(latest.values())
 
 

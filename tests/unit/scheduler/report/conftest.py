@@ -1,0 +1,3 @@
+from tests.unit.scheduler.report.browser import browser
+
+__all__ = ["browser"]
