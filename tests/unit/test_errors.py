@@ -72,6 +72,7 @@ def test_a_scheduler_configuration_that_cannot_be_used_raises_configuration_erro
         "kubesched.cluster.kubeconfig.KubeConfigError",
         "kubesched.deploy.plan.DeployError",
         "kubesched.scheduler.simulate.scenario.ScenarioError",
+        "kubesched.scheduler.sweep.spec.SweepError",
         "kubesched.testing.scheduler.SchedulerConfigError",
         "kubesched.webhook.rules_file.WebhookConfigError",
     }
