@@ -3,6 +3,8 @@ every module of the scheduler wing named, every contract and test it cites real.
 
 from __future__ import annotations
 
+import ast
+import itertools
 import re
 import tomllib
 from pathlib import Path
@@ -72,3 +74,36 @@ def test_every_file_the_page_cites_exists() -> None:
     assert cited, "the page cites no file?"
     missing = sorted(path for path in cited if not (ROOT / path).exists())
     assert missing == []
+
+
+WALK_ITEM = re.compile(r"^(\d+)\. `([a-z_/0-9]+\.py)`: (.+)$", re.M)
+WALK_COUNT = re.compile(r"^(\d+) stays in (\d+) files, (\d+) returns", re.M)
+
+
+def walk_in_doc() -> list[tuple[str, list[str]]]:
+    """The numbered walk of "The walk, stop by stop": (file, functions) per stay, in order."""
+    part = section("One pod through the scheduler").split("### The walk, stop by stop")[1]
+    items = WALK_ITEM.findall(part)
+    assert [int(n) for n, _, _ in items] == list(range(1, len(items) + 1))
+    return [(path, re.findall(r"`([A-Za-z_][A-Za-z_0-9]*)`", fns)) for _, path, fns in items]
+
+
+def defined(path: Path) -> set[str]:
+    return {
+        n.name for n in ast.walk(ast.parse(path.read_text())) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+    }
+
+
+def test_the_walk_names_functions_that_exist_and_counts_its_stays_right() -> None:
+    walk = walk_in_doc()
+    for path, functions in walk:
+        assert functions, path
+        missing = set(functions) - defined(SRC / path)
+        assert not missing, (path, missing)
+    # Consecutive stays are in different files (else they would be one stay).
+    assert all(a[0] != b[0] for a, b in itertools.pairwise(walk))
+    part = section("One pod through the scheduler").split("### The walk, stop by stop")[1]
+    stays, files, returns = (int(x) for x in WALK_COUNT.search(part).groups())  # type: ignore[union-attr]
+    assert (stays, files, returns) == (len(walk), len({p for p, _ in walk}), len(walk) - len({p for p, _ in walk}))
+    assert walk[0] == ("scheduler/engine/scheduler.py", ["schedule_one", "_schedule"])
+    assert ("cluster/http1.py", ["request"]) in walk  # it ends with the Binding POST on the wire

@@ -14,12 +14,9 @@ from __future__ import annotations
 import enum
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from kubesched.core.podinfo import PodInfo
-
-if TYPE_CHECKING:
-    from kubesched.framework.interfaces import NodeInfo
+from kubesched.framework.nodeinfo import NodeInfo
 
 
 class ActionType(enum.Flag):

@@ -32,6 +32,8 @@ ERROR_MESSAGES = {
     "QueueingHint": 'running QueueingHint of plugin "{plugin}": {err}',
     "Sign": 'running SignPod of plugin "{plugin}": {err}',
     "PreFilter": 'running PreFilter plugin "{plugin}": {err}',
+    "PreFilterExtensionAddPod": 'running AddPod on PreFilter plugin "{plugin}": {err}',
+    "PreFilterExtensionRemovePod": 'running RemovePod on PreFilter plugin "{plugin}": {err}',
     "Filter": 'running "{plugin}" filter plugin: {err}',
     "PostFilter": 'running PostFilter plugin "{plugin}": {err}',
     "PreScore": 'running PreScore plugin "{plugin}": {err}',
@@ -40,10 +42,15 @@ ERROR_MESSAGES = {
     "Reserve": 'running Reserve plugin "{plugin}": {err}',
     "Unreserve": 'running Unreserve plugin "{plugin}": {err}',
     "Permit": 'running Permit plugin "{plugin}": {err}',
+    "PreBindPreFlight": 'running PreBindPreFlight "{plugin}": {err}',
     "PreBind": 'running PreBind plugin "{plugin}": {err}',
     "Bind": 'running Bind plugin "{plugin}": {err}',
     "PostBind": 'running PostBind plugin "{plugin}": {err}',
 }
+
+
+# Points whose calls are timed under another name than the error's (upstream's metric label).
+_TIMED_AS = {"ScoreExtensionNormalize": "NormalizeScore"}
 
 
 class FrameworkError(PluginError, RuntimeError):
@@ -72,17 +79,10 @@ PASS_THROUGH = (FrameworkError, QuantityError)
 def plugin_error(point: str, plugin: object, pod: PodInfo | None, err: BaseException) -> FrameworkError:
     """The error status of a plugin that raised ``err`` at ``point``; logs the traceback."""
     name = getattr(plugin, "name", "") or type(plugin).__name__
+    point = _TIMED_AS.get(point, point)
     message = ERROR_MESSAGES[point].format(plugin=name, err=f"{type(err).__name__}: {err}")
     log.error("%s (pod %s)", message, pod.key if pod is not None else "-", exc_info=err)
     return FrameworkError(Status.error(message).with_plugin(name), point=point, raised=err, message=message)
-
-
-class PluginRaised(PluginError):
-    """Which plugin raised what (carried out of a helper that has no pod to log)."""
-
-    def __init__(self, plugin: object, err: Exception) -> None:
-        super().__init__(str(err))
-        self.plugin, self.err = plugin, err
 
 
 def timed(
@@ -99,7 +99,8 @@ def timed(
     except BaseException:
         timer(plugin, point, Code.ERROR, perf_counter() - began)
         raise
-    timer(plugin, point, code_of(result), perf_counter() - began)
+    code = Code.UNSCHEDULABLE if result is None and point == "Sign" else code_of(result)  # could not sign
+    timer(plugin, point, code, perf_counter() - began)
     return result
 
 
@@ -111,4 +112,6 @@ def code_of(result: object) -> Code:
         return result.status.code
     if isinstance(result, Verdicts) and not result.all_passed and result.statuses:
         return result.statuses[0].code
+    if isinstance(result, tuple) and result:  # Permit's (status, timeout), PostFilter's (node, status)
+        return next((part.code for part in result if isinstance(part, Status)), Code.SUCCESS)
     return Code.SUCCESS

@@ -9,18 +9,36 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 from kubesched.api.core import LabelSelector
 from kubesched.api.policy_v1 import PodDisruptionBudget
 from kubesched.api.resource_v1 import AllocationResult, DeviceClass, ResourceClaim, ResourceSlice
+from kubesched.core.nodetable import NodeTable, Rows
 from kubesched.core.podinfo import PodInfo
 from kubesched.errors import ClusterError
+from kubesched.framework.diagnosis import Diagnosis
+from kubesched.framework.state import CycleState, NodeBatch
+from kubesched.framework.volumes import Volumes
 from kubesched.versions import REFERENCE, Release
 
-if TYPE_CHECKING:
-    from kubesched.framework.runtime import Framework
-    from kubesched.framework.volumes import Volumes
+
+class DryRunFramework(Protocol):
+    """What a plugin may run of its profile's framework (`Handle.framework`): preemption's dry run, as
+    kube-scheduler's Handle offers RunFilterPlugins and RunPreFilterExtensionAddPod / RemovePod."""
+
+    def run_filter(self, state: CycleState, pod: PodInfo, nodes: NodeBatch, diagnosis: Diagnosis) -> Rows:
+        """The rows of ``nodes`` that pass every Filter plugin; the others' statuses go to ``diagnosis``."""
+
+    def run_pre_filter_extension_add_pod(
+        self, state: CycleState, pod: PodInfo, added: PodInfo, table: NodeTable, row: int
+    ) -> None:
+        """Tell the PreFilter extensions that ``added`` now counts on ``row`` (their state in ``state``)."""
+
+    def run_pre_filter_extension_remove_pod(
+        self, state: CycleState, pod: PodInfo, removed: PodInfo, table: NodeTable, row: int
+    ) -> None:
+        """Tell the PreFilter extensions that ``removed`` no longer counts on ``row``."""
 
 
 class ClusterAPI(Protocol):
@@ -122,17 +140,19 @@ DefaultSelector = Callable[[PodInfo], LabelSelector | None]
 class Handle:
     """What a profile's plugins get: the profile's name and what the shell running them offers.
 
-    ``framework`` is the profile's own, set once it is built (DefaultPreemption dry-runs its Filter
-    plugins); ``preempt_extenders`` lets the configured extenders trim preemption's candidates;
+    ``framework`` is the profile's own, seen through `DryRunFramework` (DefaultPreemption dry-runs its Filter
+    plugins), set once by framework/build.py when the profile is built: the plugins it runs get this very
+    handle first, as kube-scheduler's plugins get the frameworkImpl being built; ``preempt_extenders`` lets
+    the configured extenders trim preemption's candidates;
     ``default_selector`` feeds PodTopologySpread's default constraints; ``volumes`` the volume plugins;
     ``resources`` is what DynamicResources reads and writes (None: the shell keeps no such objects);
-    ``release`` is the Kubernetes release whose semantics the plugins follow (the selected one; set before the
-    plugins are built).
+    ``release`` is the Kubernetes release whose semantics the plugins follow (the selected one; given when the
+    handle is made, profiles/manager.py).
     """
 
     scheduler_name: str = "default-scheduler"
     cluster: ClusterAPI | None = None
-    framework: Framework | None = None
+    framework: DryRunFramework | None = None
     nominator: NominatedPods | None = None
     waiting_pods: WaitingPods | None = None
     preempt_extenders: PreemptExtenders | None = None

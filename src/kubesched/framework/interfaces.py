@@ -7,13 +7,12 @@ a time derive from `NodeFilterPlugin` / `NodeScorePlugin`, which adapt a per-nod
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Mapping, Sequence
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Protocol, runtime_checkable
 
 import numpy as np
 
-from kubesched.api.core import Node
 from kubesched.api.node_fields import NodeFields
 from kubesched.core.nodetable import IntColumn, NodeTable, Rows
 from kubesched.core.podinfo import PodInfo
@@ -26,71 +25,13 @@ from kubesched.framework.handle import ClusterAPI as ClusterAPI
 from kubesched.framework.handle import ClusterAPIError as ClusterAPIError
 from kubesched.framework.handle import Handle as Handle
 from kubesched.framework.handle import ResourceAPI as ResourceAPI
+from kubesched.framework.nodeinfo import NodeInfo as NodeInfo
+from kubesched.framework.state import CycleState as CycleState
+from kubesched.framework.state import NodeBatch as NodeBatch
 from kubesched.framework.status import SUCCESS, Code, Status, Verdicts
 
 MAX_NODE_SCORE = 100
 MIN_NODE_SCORE = 0
-
-
-class CycleState(dict[str, Any]):
-    """Per-pod scratch space for one scheduling cycle; plugins key it by their own name."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.skip_filter: set[str] = set()
-        self.skip_score: set[str] = set()
-        # Set for a sample of the cycles (kube-scheduler's ShouldRecordPluginMetrics): called with
-        # (plugin, extension point, status code, seconds) after each plugin call; None costs one test.
-        self.timer: Callable[[str, str, Code, float], None] | None = None
-
-    def clone(self) -> CycleState:
-        """A shallow copy: writes to the copy do not reach this state."""
-        copy = CycleState()
-        copy.update(self)
-        copy.skip_filter = set(self.skip_filter)
-        copy.skip_score = set(self.skip_score)
-        copy.timer = self.timer
-        return copy
-
-
-class NodeBatch:
-    """The candidate nodes of one cycle: rows of a node table (a slotted class: made per plugin call)."""
-
-    __slots__ = ("rows", "table")
-
-    def __init__(self, table: NodeTable, rows: Rows) -> None:
-        self.table = table
-        self.rows = rows
-
-    def __repr__(self) -> str:
-        return f"NodeBatch({len(self.rows)} rows)"
-
-    def __len__(self) -> int:
-        return len(self.rows)
-
-    def names(self) -> list[str]:
-        names = self.table.names
-        return [names[r] for r in self.rows.tolist()]
-
-
-@dataclass(frozen=True)
-class NodeInfo:
-    """One node seen through the table, for per-node plugins."""
-
-    table: NodeTable
-    row: int
-
-    @property
-    def node(self) -> Node:
-        return self.table.node(self.row)
-
-    @property
-    def name(self) -> str:
-        return self.table.names[self.row]
-
-    @property
-    def pods(self) -> Mapping[str, PodInfo]:
-        return self.table.pods_on(self.row)
 
 
 @dataclass(frozen=True)
@@ -337,3 +278,15 @@ class BindPlugin(Plugin):
 class PostBindPlugin(Plugin):
     def post_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> None:
         raise NotImplementedError
+
+
+@runtime_checkable
+class PreFilterExtensions(Protocol):
+    """A PreFilter plugin's AddPod/RemovePod (upstream's PreFilterExtensions): keeps its cycle state right
+    while preemption's dry run adds and removes pods on ``row`` (`Framework.run_pre_filter_extension_add_pod`).
+
+    Keeps a PreFilter plugin's cycle state right while the dry run adds and removes pods on ``row``."""
+
+    def add_pod(self, state: CycleState, pod: PodInfo, added: PodInfo, table: NodeTable, row: int) -> None: ...
+
+    def remove_pod(self, state: CycleState, pod: PodInfo, removed: PodInfo, table: NodeTable, row: int) -> None: ...

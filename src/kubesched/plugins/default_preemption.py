@@ -11,10 +11,10 @@ The algorithm of kube-scheduler v1.35.4 (default_preemption.go, preemption/preem
    are the victims. The table is always restored;
 4. the extenders hook may trim the candidates; then the best candidate is chosen (six rules).
 
-Its Filter plugins come from the profile's Framework, ``handle.framework`` (set once the profile is
-built). Plugins whose PreFilter precomputes counts over pods
-(PodTopologySpread, InterPodAffinity) implement ``add_pod``/``remove_pod`` (upstream's PreFilter
-extensions) so the dry run updates a clone of their cycle state.
+Its Filter plugins run through the profile's framework, ``handle.framework`` (a `DryRunFramework`, set
+once the profile is built). Plugins whose PreFilter precomputes counts over pods (PodTopologySpread,
+InterPodAffinity) implement ``add_pod``/``remove_pod`` (upstream's PreFilter extensions, `PreFilterExtensions`),
+which the framework runs so the dry run updates a clone of their cycle state.
 
 PostFilter is synchronous and eviction is not: ``post_filter`` returns (nominated node, status) and
 keeps the choice in ``state["DefaultPreemption"]``; the scheduler then awaits ``evict(state, pod)``.
@@ -32,7 +32,7 @@ import random
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar, Protocol, runtime_checkable
+from typing import Any, ClassVar
 
 import msgspec
 import numpy as np
@@ -43,6 +43,7 @@ from kubesched.core.nodetable import NodeTable
 from kubesched.core.podinfo import PodInfo
 from kubesched.framework.diagnosis import Diagnosis
 from kubesched.framework.guard import FrameworkError
+from kubesched.framework.handle import DryRunFramework
 from kubesched.framework.handle import VictimsMap as VictimsMap
 from kubesched.framework.interfaces import (
     ClusterAPI,
@@ -53,7 +54,7 @@ from kubesched.framework.interfaces import (
     PostFilterPlugin,
     PreEnqueuePlugin,
 )
-from kubesched.framework.runtime import Framework
+from kubesched.framework.interfaces import PreFilterExtensions as PreFilterExtensions
 from kubesched.framework.status import SUCCESS, Code, Status
 from kubesched.plugins.helpers.preemption_candidates import (
     Candidate,
@@ -88,15 +89,6 @@ def validate_args(args: DefaultPreemptionArgs) -> list[str]:
         errors.append(f"minCandidateNodesPercentage: Invalid value: 0: {both} minCandidateNodesAbsolute")
         errors.append(f"minCandidateNodesAbsolute: Invalid value: 0: {both} minCandidateNodesPercentage")
     return errors
-
-
-@runtime_checkable
-class PreFilterExtensions(Protocol):
-    """Keeps a PreFilter plugin's cycle state right while the dry run adds and removes pods on ``row``."""
-
-    def add_pod(self, state: CycleState, pod: PodInfo, added: PodInfo, table: NodeTable, row: int) -> None: ...
-
-    def remove_pod(self, state: CycleState, pod: PodInfo, removed: PodInfo, table: NodeTable, row: int) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -232,7 +224,7 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin):
 
     def _dry_run(
         self,
-        framework: Framework,
+        framework: DryRunFramework,
         state: CycleState,
         pod: PodInfo,
         table: NodeTable,
@@ -262,7 +254,7 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin):
 
     def select_victims(
         self,
-        framework: Framework,
+        framework: DryRunFramework,
         state: CycleState,
         pod: PodInfo,
         table: NodeTable,
@@ -276,9 +268,6 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin):
         if not lower:
             return [], 0, Status.unresolvable(ERR_NO_VICTIMS)
         copy = clone_state(state)
-        extensions = [
-            p for p in framework.pre_filter if p.name not in state.skip_filter and isinstance(p, PreFilterExtensions)
-        ]
         one = NodeBatch(table, np.array([row], dtype=np.intp))
         # Pods nominated here, at least as important and not there yet, count in the first filter pass.
         nominator = self.handle.nominator
@@ -290,13 +279,11 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin):
 
         def remove(p: PodInfo) -> None:
             table.remove_pod(row, p.uid)
-            for ext in extensions:
-                ext.remove_pod(copy, pod, p, table, row)
+            framework.run_pre_filter_extension_remove_pod(copy, pod, p, table, row)
 
         def add(p: PodInfo) -> None:
             table.add_pod(row, p)
-            for ext in extensions:
-                ext.add_pod(copy, pod, p, table, row)
+            framework.run_pre_filter_extension_add_pod(copy, pod, p, table, row)
 
         def filtered() -> Status:
             diagnosis = Diagnosis()

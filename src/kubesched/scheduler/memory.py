@@ -30,8 +30,8 @@ from kubesched.core.podinfo import PodInfo
 from kubesched.framework.diagnosis import Diagnosis
 from kubesched.framework.handle import DefaultSelector
 from kubesched.framework.interfaces import AlreadyAssignedError, ClusterAPIError, CycleState, Handle, NodeBatch
-from kubesched.scheduler.engine import search
 from kubesched.scheduler.engine.built import Built
+from kubesched.scheduler.engine.cycle import find
 from kubesched.scheduler.engine.extenders import NoExtenders
 from kubesched.scheduler.engine.queue import ManualClock
 from kubesched.scheduler.engine.scheduler import Scheduler
@@ -268,12 +268,12 @@ async def decide(
     feasible: list[str] = []
     best: list[str] = []
     if not pre.status.rejected and len(table):
-        rows, _ = search.find(profile, state, pod, table, pre, Diagnosis(), NoExtenders(), 100, 0)
+        rows, _ = find(profile, state, pod, table, pre, Diagnosis(), NoExtenders(), 100, 0)
         feasible = table.name_array()[rows].tolist()
         if len(rows) > 1:
             batch = NodeBatch(table, rows)
             fw.run_pre_score(state, pod, batch)
-            totals, _ = fw.weigh(len(rows), fw.normalize_scores(state, pod, batch, fw.score_raw(state, pod, batch)))
+            totals = fw.run_score(state, pod, batch).totals
             best = [feasible[i] for i in range(len(rows)) if totals[i] == totals.max()]
         else:
             best = list(feasible)

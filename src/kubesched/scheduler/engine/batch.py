@@ -170,9 +170,10 @@ class OpportunisticBatch:
         scratch = state.clone()  # PreScore's writes stay out of the pod's own state
         everything = NodeBatch(table, kept.rows)
         fw.run_pre_score(scratch, pod, everything)
-        fresh = fw.score_raw(scratch, pod, NodeBatch(table, kept.rows[t : t + 1]))
-        again = False
-        for i, (column, new) in enumerate(zip(kept.raw, fresh, strict=True)):
+        fresh = fw.run_score(scratch, pod, NodeBatch(table, kept.rows[t : t + 1]), normalize=False)  # raw only
+        again: list[IntColumn | None] = list(kept.normalized)
+        renormalize = False
+        for i, (column, new) in enumerate(zip(kept.raw, fresh.raw, strict=True)):
             normalized = kept.normalized[i]
             if column is None or new is None or normalized is None:
                 if column is not None or new is not None:
@@ -180,21 +181,21 @@ class OpportunisticBatch:
                 continue
             value, old = int(new[0]), int(column[t])
             column[t] = value
-            if fw.normalizes[i]:
-                if kept.shrunk or value != old:
-                    kept.normalized[i] = fw.normalize_one(i, scratch, pod, everything, column)
-                    again = True
-            else:
-                if not MIN_NODE_SCORE <= value <= MAX_NODE_SCORE:
-                    # Out of range: let the framework's check raise its usual error for this plugin.
-                    fw.normalize_one(i, scratch, pod, NodeBatch(table, kept.rows[t : t + 1]), new)
-                normalized[t] = value
+            if not fw.normalizes[i] and MIN_NODE_SCORE <= value <= MAX_NODE_SCORE:
+                normalized[t] = value  # no NormalizeScore of its own: the raw score, in range
+            elif not fw.normalizes[i] or kept.shrunk or value != old:
+                # NormalizeScore over all kept nodes again (out of range: the framework's check says so).
+                again[i] = None
+                renormalize = True
         kept.shrunk = False
-        if again:
-            kept.totals, _ = fw.weigh(len(kept.rows), kept.normalized)
+        if renormalize:
+            scores = fw.run_score(scratch, pod, everything, raw=kept.raw, normalized=again)
+            kept.normalized, kept.totals = scores.normalized, scores.totals
             kept.keys = kept.totals << _TIE_BITS | kept.ties
-        else:
-            total = sum(int(n[t]) * w for n, (_, w) in zip(kept.normalized, fw.score, strict=True) if n is not None)
+        else:  # the weights alone: every column given, no plugin runs
+            one = [None if c is None else c[t : t + 1] for c in kept.raw]
+            kept_one = [None if c is None else c[t : t + 1] for c in kept.normalized]
+            total = int(fw.run_score(scratch, pod, NodeBatch(table, kept.rows[t : t + 1]), one, kept_one).totals[0])
             kept.totals[t] = total
             kept.keys[t] = total << _TIE_BITS | int(kept.ties[t])
         return True

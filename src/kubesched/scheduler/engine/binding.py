@@ -16,17 +16,18 @@ import logging
 import time
 import types
 from collections import deque
-from collections.abc import Callable, Coroutine, Generator
+from collections.abc import Callable, Coroutine, Generator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from kubesched.core.podinfo import PodInfo
 from kubesched.framework.build import Profile
-from kubesched.framework.guard import plugin_error
+from kubesched.framework.guard import FrameworkError
 from kubesched.framework.interfaces import AlreadyAssignedError, BindingUnknownError, ClusterAPIError
 from kubesched.framework.status import SUCCESS, Code, Status
-from kubesched.scheduler.engine.cycle import Outcome
+from kubesched.scheduler.engine.decision import Decision
 from kubesched.scheduler.engine.extenders import ExtenderError, Extenders
+from kubesched.scheduler.engine.queue import QueuedPod
 from kubesched.scheduler.engine.writer import ClusterWriter
 
 
@@ -60,7 +61,7 @@ class WaitingPods:
     def __iter__(self) -> Any:
         return iter(list(self._pods.values()))
 
-    async def wait(self, pod: PodInfo, waits: dict[str, float]) -> Status:
+    async def wait(self, pod: PodInfo, waits: Mapping[str, float]) -> Status:
         waiting = WaitingPod(pod, dict(waits))
         self._pods[pod.uid] = waiting
         plugin, timeout = min(waits.items(), key=lambda kv: kv[1])
@@ -74,7 +75,27 @@ class WaitingPods:
             self._pods.pop(pod.uid, None)
 
 
-OnDone = Callable[[Outcome, Status, float], None]
+@dataclass(eq=False, slots=True)
+class Binding:
+    """One binding cycle's bookkeeping, owned by the `Binder`: the cycle's decision, the queue's entry and
+    when the attempt began (for the end-to-end latency), and what the binding found out."""
+
+    decision: Decision
+    queued: QueuedPod
+    started: float  # perf_counter when the attempt began
+    failure: FrameworkError | None = None  # a plugin's error in the binding cycle (for the metric)
+    bind_error: Exception | None = None  # AlreadyAssignedError, BindingUnknownError: the pod may be bound
+
+    @property
+    def pod(self) -> PodInfo:
+        return self.decision.pod
+
+    @property
+    def node(self) -> str:
+        return self.decision.node
+
+
+OnDone = Callable[[Binding, Status, float], None]
 Record = Callable[[tuple[str, Code, str], float], None]
 
 
@@ -116,19 +137,21 @@ class Binder:
         self.on_done = on_done
         self._slots = asyncio.Semaphore(concurrency)
         self._tasks: set[asyncio.Task[None]] = set()
-        self._batch: deque[tuple[Profile, Outcome]] = deque()  # inline cycles for the next `_flush`
+        self._batch: deque[tuple[Profile, Binding]] = deque()  # inline cycles for the next `_flush`
         self._flusher: asyncio.Task[None] | None = None
 
     def __len__(self) -> int:
         return len(self._tasks) + len(self._batch)
 
-    def start(self, profile: Profile, outcome: Outcome) -> None:
-        if self._inline(profile, outcome):
-            self._batch.append((profile, outcome))
+    def start(self, profile: Profile, decision: Decision, queued: QueuedPod, started: float) -> None:
+        """Bind ``decision``'s pod (its attempt began at ``started``); `on_done` gets the `Binding` record."""
+        job = Binding(decision, queued, started)
+        if self._inline(profile, job):
+            self._batch.append((profile, job))
             if self._flusher is None or self._flusher.done():
                 self._flusher = self._spawn(self._flush())
             return
-        self._spawn(self._run(profile, outcome))
+        self._spawn(self._run(profile, job))
 
     def _spawn(self, coro: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
         task = asyncio.get_running_loop().create_task(coro)
@@ -143,32 +166,28 @@ class Binder:
                 self._flusher = self._spawn(self._flush())
             await asyncio.gather(*list(self._tasks), return_exceptions=True)
 
-    def _inline(self, profile: Profile, outcome: Outcome) -> bool:
+    def _inline(self, profile: Profile, job: Binding) -> bool:
         """Whether the binding cycle runs to its end without awaiting: no Permit wait, no PreBind, no
         binder extender, and the bind goes (as DefaultBinder's does) to a cluster whose bind never awaits."""
-        if not self.cluster.binds_inline or outcome.waits:
+        if not self.cluster.binds_inline or job.decision.waits:
             return False
         fw = profile.framework
-        for pre in fw.pre_bind:  # a PreBind plugin with something to do for this pod may await
-            try:
-                if pre.pre_bind_pre_flight(outcome.state, outcome.pod, outcome.node or "").code != Code.SKIP:
-                    return False
-            except Exception:  # its PreBind will say what is wrong, in a task of its own
-                return False
+        if fw.pre_bind and fw.run_pre_bind_pre_flight(job.decision.state, job.pod, job.node):
+            return False  # a PreBind plugin with something to do for this pod may await
         if fw.bind:
             first = fw.bind[0]
             if not first.binds_through_cluster or first.handle.cluster is not self.cluster:
                 return False
         extenders = self.extenders()
-        return not len(extenders) or extenders.binder(outcome.pod) is None
+        return not len(extenders) or extenders.binder(job.pod) is None
 
     async def _flush(self) -> None:
         """Run the batched inline binding cycles, in the order they were started."""
         batch = self._batch
         while batch:
-            profile, outcome = batch.popleft()
+            profile, job = batch.popleft()
             started = time.perf_counter()
-            cycle = self.bind_cycle(profile, outcome)
+            cycle = self.bind_cycle(profile, job)
             try:
                 awaited = cycle.send(None)
             except StopIteration as done:
@@ -177,75 +196,64 @@ class Binder:
                 status = _failed(err)
             else:
                 # It awaited after all (`_inline` was wrong): it goes on as a task of its own (slotless).
-                self._spawn(self._finish(outcome, cycle, awaited, started))
+                self._spawn(self._finish(job, cycle, awaited, started))
                 continue
             try:
-                self.on_done(outcome, status, time.perf_counter() - started)
+                self.on_done(job, status, time.perf_counter() - started)
             except Exception:  # logged, as a task's unretrieved exception would be; the batch goes on
-                log.exception("after binding %s", outcome.pod.key)
+                log.exception("after binding %s", job.pod.key)
 
-    async def _finish(self, outcome: Outcome, cycle: Coroutine[Any, Any, Status], awaited: Any, started: float) -> None:
+    async def _finish(self, job: Binding, cycle: Coroutine[Any, Any, Status], awaited: Any, started: float) -> None:
         """Finish, as a task, a binding cycle that `_flush` ran up to an await (it yielded ``awaited``)."""
         try:
             status = await _resume(cycle, awaited)
         except Exception as err:
             status = _failed(err)
-        self.on_done(outcome, status, time.perf_counter() - started)
+        self.on_done(job, status, time.perf_counter() - started)
 
-    async def _run(self, profile: Profile, outcome: Outcome) -> None:
+    async def _run(self, profile: Profile, job: Binding) -> None:
         started = time.perf_counter()
         async with self._slots:
             try:
-                status = await self.bind_cycle(profile, outcome)
+                status = await self.bind_cycle(profile, job)
             except Exception as err:
                 status = _failed(err)
-        self.on_done(outcome, status, time.perf_counter() - started)
+        self.on_done(job, status, time.perf_counter() - started)
 
-    async def bind_cycle(self, profile: Profile, outcome: Outcome) -> Status:
-        fw, state, pod, node = profile.framework, outcome.state, outcome.pod, outcome.node or ""
-        if outcome.waits:
+    async def bind_cycle(self, profile: Profile, job: Binding) -> Status:
+        fw, state, pod, node = profile.framework, job.decision.state, job.pod, job.node
+        if job.decision.waits:
             waited = time.perf_counter()
-            status = await self.waiting.wait(pod, outcome.waits)
+            status = await self.waiting.wait(pod, job.decision.waits)
             if self.permit_wait is not None:
                 self.permit_wait(status.code, time.perf_counter() - waited)
             if not status.ok:
                 return status
-        record, clock, name, timer = self.record, time.perf_counter, profile.name, state.timer
+        record, clock, name = self.record, time.perf_counter, profile.name
         began = clock()
-        for plugin in fw.pre_bind:
-            if not plugin.pre_bind_pre_flight(state, pod, node):
-                continue  # PreBindPreFlight said Skip: nothing to do for this pod
-            started = clock()
-            try:
-                status = await plugin.pre_bind(state, pod, node)
-            except Exception as err:
-                record(("PreBind", Code.ERROR, name), clock() - began)
-                return _raised(outcome, "PreBind", plugin, err)
-            if timer is not None:
-                timer(plugin.name, "PreBind", status.code, clock() - started)
-            if not status.ok:
-                record(("PreBind", status.code, name), clock() - began)
-                return status.with_plugin(plugin.name)
+        try:
+            status = await fw.run_pre_bind(state, pod, node) if fw.pre_bind else SUCCESS
+        except FrameworkError as err:
+            job.failure = err
+            status = err.status
         binding = clock()
-        record(("PreBind", _OK, name), binding - began)
-        status = await self._bind(profile, outcome)
+        record(("PreBind", status.code, name), binding - began)
+        if not status.ok:
+            return status
+        status = await self._bind(profile, job)
         done = clock()
         record(("Bind", status.code, name), done - binding)
         if status is not SUCCESS and not status.ok:
             return status
-        for post in fw.post_bind:
-            started = clock()
-            try:
-                post.post_bind(state, pod, node)
-            except Exception as err:  # bound all the same: logged and counted, the others still run
-                _raised(outcome, "PostBind", post, err)
-            if timer is not None:
-                timer(post.name, "PostBind", _OK, clock() - started)
+        if fw.post_bind:
+            failure = fw.run_post_bind(state, pod, node)  # bound all the same: a plugin's error is only counted
+            if failure is not None:
+                job.failure = failure
         record(("PostBind", _OK, name), clock() - done)
         return SUCCESS
 
-    async def _bind(self, profile: Profile, outcome: Outcome) -> Status:
-        pod, node = outcome.pod, outcome.node or ""
+    async def _bind(self, profile: Profile, job: Binding) -> Status:
+        pod, node = job.pod, job.node
         extenders = self.extenders()
         binder = extenders.binder(pod) if len(extenders) else None
         if binder is not None:
@@ -261,41 +269,23 @@ class Binder:
             try:
                 await self.cluster.bind(pod, node)
             except (AlreadyAssignedError, BindingUnknownError) as err:
-                outcome.bind_error = err
+                job.bind_error = err
                 return Status.error(str(err)).with_plugin("DefaultBinder")
             except ClusterAPIError as err:
                 return Status.error(str(err)).with_plugin("DefaultBinder")
             return SUCCESS
-        timer = outcome.state.timer
-        for plugin in plugins:
-            started = time.perf_counter()
-            try:
-                status = await plugin.bind(outcome.state, pod, node)
-                if timer is not None:
-                    timer(plugin.name, "Bind", status.code, time.perf_counter() - started)
-            except (AlreadyAssignedError, BindingUnknownError) as err:
-                # What became of the Binding is for the scheduler to find out (the pod may be bound).
-                outcome.bind_error = err
-                return Status.error(str(err)).with_plugin(plugin.name)
-            except Exception as err:
-                return _raised(outcome, "Bind", plugin, err)
-            if status.code == Code.SKIP:
-                continue
-            # Only a failure is reported (a success's plugin is read by no one: no new Status per pod).
-            return status if status is SUCCESS or status.ok else status.with_plugin(plugin.name)
-        return Status.error(f"no bind plugin bound pod {pod.key}")
+        try:
+            status, job.bind_error = await profile.framework.run_bind(job.decision.state, pod, node)
+        except FrameworkError as err:
+            job.failure = err
+            return err.status
+        return status
 
 
 def _failed(err: Exception) -> Status:
     # A bug must not lose the pod: as a failed binding, it is requeued.
     log.error("binding cycle failed", exc_info=err)
     return Status.error(f"binding cycle failed: {type(err).__name__}: {err}")
-
-
-def _raised(outcome: Outcome, point: str, plugin: object, err: Exception) -> Status:
-    """A plugin raised in the binding cycle: logged with its traceback, the error kept for the metric."""
-    outcome.failure = plugin_error(point, plugin, outcome.pod, err)
-    return outcome.failure.status
 
 
 @types.coroutine

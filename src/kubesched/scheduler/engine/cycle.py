@@ -10,7 +10,7 @@ Synchronous CPU work over the cache's NodeTable, as kube-scheduler's schedulingC
 * Extenders, when configured, are the only awaits: the table may change across them, so the nodes
   are carried by name and mapped back to rows afterwards.
 
-The node search (nominated pods, the nominated or hinted node, the rotating Filter) is in search.py.
+The rotating Filter (`find`) is here; nominated pods and the nominated or hinted node are in search.py.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import logging
 import random
 import time
 from collections.abc import Callable, Hashable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -29,16 +29,15 @@ from kubesched.core.nodetable import IntColumn, NodeTable, Rows
 from kubesched.core.podinfo import PodInfo
 from kubesched.framework.build import Profile
 from kubesched.framework.diagnosis import Diagnosis
-from kubesched.framework.guard import FrameworkError, plugin_error
-from kubesched.framework.interfaces import CycleState, NodeBatch, PostFilterPlugin
+from kubesched.framework.guard import FrameworkError
+from kubesched.framework.interfaces import CycleState, NodeBatch, PreFilterResult
 from kubesched.framework.runtime import Framework
-from kubesched.framework.selection import select_host
-from kubesched.framework.status import SUCCESS, Code, Status
+from kubesched.framework.status import Code, Status
 from kubesched.scheduler.engine import search
 from kubesched.scheduler.engine.batch import BatchTiming, OpportunisticBatch
+from kubesched.scheduler.engine.decision import Decision, Rejection
 from kubesched.scheduler.engine.extenders import ExtenderError, Extenders, NoExtenders
 from kubesched.scheduler.engine.nominator import Nominator
-from kubesched.scheduler.engine.queue import QueuedPod
 
 _OK = Code.SUCCESS  # an Enum member looked up once: Code.SUCCESS costs ~0.4 µs per access
 log = logging.getLogger("kubesched.scheduler")
@@ -52,6 +51,23 @@ def _ignore(key: tuple[str, Code, str], seconds: float) -> None:
 
 
 EXTENDER = "Extender"
+_max_reduce = np.maximum.reduce  # the ufunc itself: skips ndarray.max's Python wrapper
+MIN_FEASIBLE_NODES_TO_FIND = 100
+MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5
+
+
+def num_feasible_nodes_to_find(n: int, percentage: int, scoring: bool) -> int:
+    """kube-scheduler's numFeasibleNodesToFind: all below 100 nodes, else an adaptive share, at least 100."""
+    if n < MIN_FEASIBLE_NODES_TO_FIND:
+        return n
+    if percentage == 0:
+        percentage = max(MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND, 50 - n // 125)
+    k = n * percentage // 100
+    if k < MIN_FEASIBLE_NODES_TO_FIND:
+        k = MIN_FEASIBLE_NODES_TO_FIND
+    if not scoring:
+        return 1
+    return min(k, n)
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,34 +78,17 @@ class _Nominated:
     rows: Rows
 
 
-@dataclass
-class Outcome:
-    """What a cycle decided: a node (assumed, reserved, permitted) or why not."""
+@dataclass(slots=True)
+class _Attempt:
+    """What the cycle learns about one pod on its way (private: `run` returns a frozen value)."""
 
     pod: PodInfo
     state: CycleState
-    node: str | None = None
-    status: Status = SUCCESS
-    message: str = ""
-    plugins: frozenset[str] = frozenset()  # plugins (or "Extender") that rejected the pod
-    nominated: str | None = None
-    post_filter: PostFilterPlugin | None = None
-    waits: dict[str, float] = field(default_factory=dict)  # Permit plugins that said Wait, with timeouts
     evaluated: int = 0
     feasible: int = 0
     extender_rejected: bool = False
     signature: Hashable | None = None  # opportunistic batching's signature of the pod, and the node hinted
     hinted: int | None = None
-    failure: FrameworkError | None = None  # the plugin error that ended the attempt (for the metric)
-    bind_error: Exception | None = None  # what the binding raised (AlreadyAssignedError, BindingUnknownError)
-    # Set by the scheduler for the binding's completion: the queue's entry (attempts, first queued) and
-    # when the attempt began (perf_counter), for the end-to-end latency it reports.
-    queued: QueuedPod | None = None
-    started: float = 0.0
-
-    @property
-    def error(self) -> bool:
-        return not self.status.ok and not self.status.rejected
 
 
 class Cycle:
@@ -155,84 +154,78 @@ class Cycle:
         """Whether to time each plugin this once (kube-scheduler's pluginMetricsSamplePercent)."""
         return self._sampler.random() < PLUGIN_METRICS_SAMPLE
 
-    async def run(self, profile: Profile, pod: PodInfo) -> Outcome:
-        """Decide a node for ``pod`` and assume it there; on failure the outcome says why."""
+    async def run(self, profile: Profile, pod: PodInfo) -> Decision | Rejection:
+        """Decide a node for ``pod`` and assume it there (a `Decision`), or say why not (a `Rejection`)."""
         self.count += 1
         self._sample = self.record_plugin if self._sampler.random() < PLUGIN_METRICS_SAMPLE else None
-        out = Outcome(pod, CycleState())
-        out.state.timer = self._sample  # the binding cycle (same state) is sampled with it, as upstream
+        at = _Attempt(pod, CycleState())
+        at.state.timer = self._sample  # the binding cycle (same state) is sampled with it, as upstream
         # Every plugin's exception becomes this pod's Error status (FrameworkError, logged with its
         # traceback where it is caught): the scheduler never ends for a plugin's bug.
         began = time.perf_counter()
         try:
-            await self._decide(profile, out)
+            try:
+                found = await self._decide(profile, at)
+            finally:  # the decision's seconds (filter, score, PostFilter), whatever it came to
+                if self.algorithm is not None:
+                    self.algorithm(time.perf_counter() - began)
+            if isinstance(found, Rejection):
+                return found
+            return self._reserve_and_permit(profile.framework, at, found)
         except FrameworkError as err:
-            out.status, out.message, out.node, out.failure = err.status, str(err), None, err
+            return Rejection.failed(pod, at.state, err)
         except ExtenderError as err:
-            out.status, out.message, out.node = Status.error(str(err)).with_plugin(EXTENDER), str(err), None
+            return Rejection(pod, at.state, Status.error(str(err)).with_plugin(EXTENDER), str(err))
         except Exception as err:  # a bug outside any plugin: this pod's attempt fails, the scheduler goes on
             log.exception("scheduling cycle of %s failed", pod.key)
             message = f"scheduling cycle failed: {type(err).__name__}: {err}"
-            out.status, out.message, out.node = Status.error(message), message, None
-        if self.algorithm is not None:
-            self.algorithm(time.perf_counter() - began)
-        if out.node is not None:
-            try:
-                self._reserve_and_permit(profile.framework, out)
-            except FrameworkError as err:
-                out.status, out.message, out.node, out.failure = err.status, str(err), None, err
-        return out
+            return Rejection(pod, at.state, Status.error(message), message)
 
-    async def _decide(self, profile: Profile, out: Outcome) -> None:
-        fw, pod, state = profile.framework, out.pod, out.state
+    async def _decide(self, profile: Profile, at: _Attempt) -> str | Rejection:
+        """The node for the pod (not yet assumed), or the rejection (PostFilter run)."""
+        fw, pod, state = profile.framework, at.pod, at.state
         table = self.cache.table
         total = len(table)
         if total == 0:
-            out.status, out.message = Status.unresolvable(NO_NODES), NO_NODES
-            return
+            return Rejection(pod, state, Status.unresolvable(NO_NODES), NO_NODES)
         diagnosis = Diagnosis()
         batch = self.batch(profile)
-        found = self._search(profile, out, diagnosis, batch, try_nominated=True)
+        found = self._search(profile, at, diagnosis, batch, try_nominated=True)
         if isinstance(found, _Nominated):
             # The filter extenders are awaited with the table as the cache has it: nominated pods are
             # counted only inside `_search`, which never awaits (another task may change the table now).
             names, rejected = await self._extender_filter(pod, found.table, found.rows, Diagnosis())
-            out.extender_rejected = rejected
+            at.extender_rejected = rejected
             row = self.cache.table.index.get(names[0]) if names else None
             if row is not None:
-                out.node = self.cache.table.names[row]
-                return
-            found = self._search(profile, out, diagnosis, batch, try_nominated=False)
+                return self.cache.table.names[row]
+            found = self._search(profile, at, diagnosis, batch, try_nominated=False)
             assert not isinstance(found, _Nominated)  # only with try_nominated
         if isinstance(found, int):
-            out.node = self.cache.table.names[found]
-            return
+            return self.cache.table.names[found]
         table, feasible = self.cache.table, found
-        signature, hinted = out.signature, out.hinted
-        out.evaluated = len(feasible) + diagnosis.rejected_count()
+        signature, hinted = at.signature, at.hinted
+        at.evaluated = len(feasible) + diagnosis.rejected_count()
         if len(feasible) and self.extenders.filters(pod):
             names, rejected = await self._extender_filter(pod, table, feasible, diagnosis)
-            out.extender_rejected = out.extender_rejected or rejected
+            at.extender_rejected = at.extender_rejected or rejected
             feasible = self.cache.table.rows_for(names)
             table = self.cache.table
-        out.feasible = len(feasible)
+        at.feasible = len(feasible)
         if not len(feasible):
-            self._fail(profile, out, diagnosis, total)
-            return
+            return self._fail(profile, at, diagnosis, total)
         if len(feasible) == 1:
-            out.node = table.names[int(feasible[0])]
             if batch is not None:
                 batch.store(signature, hinted, int(feasible[0]), table, self.count, None)
-            return
+            return table.names[int(feasible[0])]
         batch_of = NodeBatch(table, feasible)
         record, clock = self.record, time.perf_counter
         began = clock()
         fw.run_pre_score(state, pod, batch_of)
         scoring = clock()
         record(("PreScore", _OK, profile.name), scoring - began)
-        raw = fw.score_raw(state, pod, batch_of)
-        normalized = fw.normalize_scores(state, pod, batch_of, raw)
-        totals, _ = fw.weigh(len(feasible), normalized)
+        scores = fw.run_score(state, pod, batch_of)
+        totals = scores.totals
         record(("Score", _OK, profile.name), clock() - scoring)
         if self.extenders.prioritizers(pod):
             names = table.name_array()[feasible].tolist()
@@ -241,15 +234,17 @@ class Cycle:
         best = select_host(totals, self.rng)
         chosen = int(feasible[best])
         if self.observe_scores is not None:
-            self.observe_scores(fw, normalized, best)
-        out.node = table.names[chosen]
+            self.observe_scores(fw, scores.normalized, best)
         if batch is not None:
-            batch.store(signature, hinted, chosen, table, self.count, (feasible, raw, normalized, totals, best))
+            batch.store(
+                signature, hinted, chosen, table, self.count, (feasible, scores.raw, scores.normalized, totals, best)
+            )
+        return table.names[chosen]
 
     def _search(
         self,
         profile: Profile,
-        out: Outcome,
+        at: _Attempt,
         diagnosis: Diagnosis,
         batch: OpportunisticBatch | None,
         try_nominated: bool,
@@ -258,7 +253,7 @@ class Cycle:
         search (the batch's hint), or the pod's nominated node that passed (the caller asks the filter
         extenders). Synchronous on purpose: the nominated pods are added to the shared table and removed
         again before anything else can run."""
-        fw, pod, state = profile.framework, out.pod, out.state
+        fw, pod, state = profile.framework, at.pod, at.state
         table = self.cache.table
         added: dict[int, list[PodInfo]] = {}
         record, clock = self.record, time.perf_counter
@@ -279,11 +274,12 @@ class Cycle:
                     signature = fw.sign(pod, state.timer)
                     record(("Sign", _OK, profile.name), clock() - signing)
                 hinted = batch.hint(fw, state, pod, table, signature, self.count)
-            out.signature, out.hinted = signature, hinted
+            at.signature, at.hinted = signature, hinted
             # Filter over the nominated or hinted node counts as Filter, as upstream's evaluateNominatedNode.
             began = clock()
-            if try_nominated:
-                nominated = search.try_nominated(self.nominator, fw, state, pod, table, pre)
+            node = (self.nominator.node_of(pod.uid) or pod.pod.status.nominated_node_name) if try_nominated else None
+            if node:
+                nominated = search.try_nominated(fw, state, pod, table, pre, node)
                 if nominated is not None and added:
                     nominated = search.second_pass(fw, pod, table, nominated, added, Diagnosis())
                 if nominated is not None and len(nominated):
@@ -294,12 +290,12 @@ class Cycle:
                     record(("Filter", _OK, profile.name), clock() - began)
                     return int(nominated[0])
             if hinted is not None and search.hint_passes(fw, state, pod, table, hinted, pre, added):
-                out.evaluated = out.feasible = 1
+                at.evaluated = at.feasible = 1
                 if batch is not None:
                     batch.store(signature, hinted, hinted, table, self.count, None)
                 record(("Filter", _OK, profile.name), clock() - began)
                 return hinted
-            feasible, self.next_start = search.find(
+            feasible, self.next_start = find(
                 profile, state, pod, table, pre, diagnosis, self.extenders, self.percentage, self.next_start
             )
             if added:
@@ -326,99 +322,52 @@ class Cycle:
             diagnosis.add(np.asarray(failed, dtype=np.intp), np.ones(len(failed), dtype=np.int32), (status,))
         return passed, len(passed) < len(names)
 
-    def _fail(self, profile: Profile, out: Outcome, diagnosis: Diagnosis, total: int) -> None:
+    def _fail(self, profile: Profile, at: _Attempt, diagnosis: Diagnosis, total: int) -> Rejection:
         """No feasible node: PostFilter (preemption), then kube-scheduler's FitError message."""
-        pod, state = out.pod, out.state
         plugins = diagnosis.plugins()
-        if out.extender_rejected:
+        if at.extender_rejected:
             plugins.add(EXTENDER)
-        out.plugins = frozenset(plugins)
-        reasons: list[str] = []
         began = time.perf_counter()
-        code = Code.UNSCHEDULABLE
-        for plugin in profile.framework.post_filter:
-            started = time.perf_counter()
-            try:
-                nominated, status = plugin.post_filter(state, pod, self.cache.table, diagnosis)
-            except Exception as err:
-                raise plugin_error("PostFilter", plugin, pod, err) from err
-            status = status.with_plugin(plugin.name)
-            if self._sample is not None:
-                self._sample(plugin.name, "PostFilter", status.code, time.perf_counter() - started)
-            code = status.code
-            if status.ok:
-                out.nominated, out.post_filter = nominated or None, plugin
-                reasons = list(status.reasons)  # kube-scheduler shows a success's message too (v1.37's preemption)
-                break
-            if status.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
-                reasons = list(status.reasons)
-                break
-            if not status.rejected:
-                # A PostFilter error keeps the pod's rejection but says what went wrong.
-                reasons = [status.message]
-                break
-            reasons += status.reasons
+        post = profile.framework.run_post_filter(at.state, at.pod, self.cache.table, diagnosis)
         if profile.framework.post_filter:
-            self.record(("PostFilter", code, profile.name), time.perf_counter() - began)
-        diagnosis.post_filter_message = ", ".join(reasons)
-        out.message = diagnosis.message(total)
+            self.record(("PostFilter", post.code, profile.name), time.perf_counter() - began)
+        diagnosis.post_filter_message = ", ".join(post.reasons)
+        message = diagnosis.message(total)
         # Rejected either way; only the message, built like kube-scheduler's FitError, is shown.
-        out.status = Status(Code.UNSCHEDULABLE, (out.message,), "")
+        status = Status(Code.UNSCHEDULABLE, (message,), "")
+        return Rejection(
+            at.pod, at.state, status, message, frozenset(plugins), post.nominated, post.plugin, None, at.evaluated, 0
+        )
 
-    def _reserve_and_permit(self, fw: Framework, out: Outcome) -> None:
+    def _reserve_and_permit(self, fw: Framework, at: _Attempt, node: str) -> Decision | Rejection:
         """Assume the pod on its node, then Reserve and Permit; any failure undoes it all."""
-        pod, state, node = out.pod, out.state, out.node or ""
+        pod, state = at.pod, at.state
         self.cache.assume(pod, node)
         self.nominator.remove(pod.uid)
-        failure: Status | None = None
         raised: FrameworkError | None = None
+        waits: dict[str, float] = {}
         point = "Reserve"
-        current: object = None  # the plugin being run, for the error
         clock, profile = time.perf_counter, fw.spec.scheduler_name
-        sample = self._sample
         began = clock()
         try:
-            for reserve in fw.reserve:
-                current = reserve
-                started = clock()
-                status = reserve.reserve(state, pod, node).with_plugin(reserve.name)
-                if sample is not None:
-                    sample(reserve.name, point, status.code, clock() - started)
-                if not status.ok:
-                    failure = status
-                    break
+            status = fw.run_reserve(state, pod, node)
             permitting = clock()
-            self.record((point, failure.code if failure else _OK, profile), permitting - began)
-            if failure is None:
+            self.record((point, status.code, profile), permitting - began)
+            if status.ok:
                 point = "Permit"
-                code = _OK
-                for permit in fw.permit:
-                    current = permit
-                    started = clock()
-                    status, timeout = permit.permit(state, pod, node)
-                    status = status.with_plugin(permit.name)
-                    if sample is not None:
-                        sample(permit.name, point, status.code, clock() - started)
-                    if status.code == Code.WAIT:
-                        out.waits[permit.name] = timeout
-                        code = Code.WAIT
-                    elif not status.ok:
-                        failure = status
-                        code = status.code
-                        break
-                self.record((point, code, profile), clock() - permitting)
-        except Exception as err:
-            raised = plugin_error(point, current, pod, err)
-            failure = raised.status
+                status, waits = fw.run_permit(state, pod, node)
+                self.record((point, status.code, profile), clock() - permitting)
+        except FrameworkError as err:
+            raised, status = err, err.status
             self.record((point, Code.ERROR, profile), clock() - began)
-        if failure is not None:
-            unreserve(fw, state, pod, node, self.record)
-            self.cache.forget(pod.uid)
-            out.node = None
-            out.status = failure
-            out.message = str(raised) if raised else failure.message or f"{failure.plugin} rejected the pod"
-            out.plugins = frozenset({failure.plugin})
-            out.failure = raised
+        if status.code in (_OK, Code.WAIT):
+            return Decision(pod, state, node, waits, at.evaluated, at.feasible)
+        unreserve(fw, state, pod, node, self.record)
+        self.cache.forget(pod.uid)
+        message = str(raised) if raised else status.message or f"{status.plugin} rejected the pod"
+        return Rejection(
+            pod, state, status, message, frozenset({status.plugin}), None, None, raised, at.evaluated, at.feasible
+        )
 
 
 def unreserve(
@@ -428,16 +377,57 @@ def unreserve(
     node: str,
     record: Callable[[tuple[str, Code, str], float], None] = _ignore,
 ) -> None:
-    """Unreserve every Reserve plugin, in reverse order (each must be idempotent); one that raises is
-    logged and the others still run. ``record`` takes the extension point's duration, as upstream's."""
-    clock, timer = time.perf_counter, state.timer
-    began = clock()
-    for plugin in reversed(fw.reserve):
-        started = clock()
-        try:
-            plugin.unreserve(state, pod, node)
-        except Exception as err:
-            plugin_error("Unreserve", plugin, pod, err)
-        if timer is not None:
-            timer(plugin.name, "Unreserve", _OK, clock() - started)
-    record(("Unreserve", _OK, fw.spec.scheduler_name), clock() - began)
+    """`Framework.run_unreserve`, its duration given to ``record`` (the extension point's, as upstream's)."""
+    began = time.perf_counter()
+    fw.run_unreserve(state, pod, node)
+    record(("Unreserve", _OK, fw.spec.scheduler_name), time.perf_counter() - began)
+
+
+def select_host(totals: IntColumn, rng: random.Random) -> int:
+    """Index of the highest total, ties broken uniformly at random (kube-scheduler's selectHost)."""
+    best = (totals == _max_reduce(totals)).nonzero()[0]
+    return int(best[0]) if len(best) == 1 else int(best[rng.randrange(len(best))])
+
+
+def find(
+    profile: Profile,
+    state: CycleState,
+    pod: PodInfo,
+    table: NodeTable,
+    pre: PreFilterResult,
+    diagnosis: Diagnosis,
+    extenders: Extenders,
+    default_percentage: int,
+    next_start: int,
+) -> tuple[Rows, int]:
+    """Filter from the rotating start until enough nodes are feasible; the feasible rows and the next start.
+
+    ``default_percentage`` is the configuration's percentageOfNodesToScore, for a profile that sets none.
+    """
+    fw = profile.framework
+    rows = table.ordered_rows()  # zones interleaved, as kube-scheduler lists its snapshot's nodes
+    live = len(rows)
+    rows = pre.narrow(table, rows, diagnosis)
+    n = len(rows)
+    if n == 0:
+        return rows, next_start
+    percentage = profile.percentage_of_nodes_to_score
+    scoring = bool(fw.score) or extenders.any_filter_or_prioritize()
+    k = num_feasible_nodes_to_find(n, default_percentage if percentage is None else percentage, scoring)
+    start = next_start % n
+    order = np.concatenate((rows[start:], rows[:start])) if start else rows
+    if k >= n:
+        feasible = fw.run_filter(state, pod, NodeBatch(table, order), diagnosis)
+        return feasible, (next_start + n) % live
+    parts: list[Rows] = []
+    found = pos = 0
+    while found < k and pos < n:
+        # First chunk: exactly k; later ones sized by the pass rate so far, so few rounds are needed.
+        size = k if pos == 0 else int((k - found) * pos / max(found, 1)) + 32
+        chunk = order[pos : pos + size]
+        passed = fw.run_filter(state, pod, NodeBatch(table, chunk), diagnosis)
+        pos += len(chunk)
+        parts.append(passed)
+        found += len(passed)
+    feasible = np.concatenate(parts) if len(parts) > 1 else parts[0]
+    return feasible[:k], (next_start + pos) % live

@@ -16,7 +16,9 @@ from kubesched.framework.build import Profile
 from kubesched.framework.interfaces import AlreadyAssignedError, BindingUnknownError, CycleState, PostFilterPlugin
 from kubesched.framework.status import Status
 from kubesched.scheduler.engine import queue as q
-from kubesched.scheduler.engine.cycle import NO_NODES, Outcome, unreserve
+from kubesched.scheduler.engine.binding import Binding
+from kubesched.scheduler.engine.cycle import NO_NODES, unreserve
+from kubesched.scheduler.engine.decision import Rejection
 from kubesched.scheduler.engine.state import Placement, SchedulerState, log
 from kubesched.scheduler.engine.unknown import Unknown
 from kubesched.scheduler.engine.writer import SCHEDULER_ERROR, UNSCHEDULABLE
@@ -27,7 +29,7 @@ V2 = 15  # kube-scheduler's V(2): details an operator turns on with -v 2
 class Failures(SchedulerState):
     """Failed attempts, the end of binding cycles, and lost bindings settled."""
 
-    def _failed(self, profile: Profile, entry: q.QueuedPod, out: Outcome) -> None:
+    def _failed(self, profile: Profile, entry: q.QueuedPod, out: Rejection) -> None:
         pod = out.pod
         previous = self.nominator.node_of(pod.uid) or pod.pod.status.nominated_node_name
         nominated: str | None = None
@@ -71,9 +73,8 @@ class Failures(SchedulerState):
             )
         self.queue.recheck_gates()
 
-    def _bound(self, out: Outcome, status: Status, _seconds: float) -> None:
-        pod, node, entry = out.pod, out.node or "", out.queued
-        assert entry is not None  # set before the binding cycle started
+    def _bound(self, out: Binding, status: Status, _seconds: float) -> None:
+        pod, node, entry = out.pod, out.node, out.queued
         profile = self.built.profiles.get(entry.profile)
         name = profile.name if profile else entry.profile
         if out.failure is not None:
@@ -102,7 +103,7 @@ class Failures(SchedulerState):
         if isinstance(err, (BindingUnknownError, AlreadyAssignedError)) and pod.uid in self._binding:
             # The server may have applied it: the pod stays counted on the node until we know.
             log.warning("binding %s to %s: %s; kept on the node until its state is known", pod.key, node, err)
-            self._uncertain.add(pod, node, name, status.message, (out, entry))
+            self._uncertain.add(pod, node, name, status.message, out)
             return
         still_pending = self._binding.pop(pod.uid, None) is not None
         self.metrics.attempt("error", name, time.perf_counter() - out.started)
@@ -110,8 +111,8 @@ class Failures(SchedulerState):
         log.warning("binding %s to %s failed: %s", pod.key, node, status.message, extra=fields)
         self._binding_failed(profile, out, entry, status, still_pending)
 
-    def _report_bound(self, profile: str, out: Outcome, entry: q.QueuedPod) -> None:
-        pod, node = out.pod, out.node or ""
+    def _report_bound(self, profile: str, out: Binding, entry: q.QueuedPod) -> None:
+        pod, node = out.pod, out.node
         self.metrics.attempt("scheduled", profile, time.perf_counter() - out.started)
         self.metrics.scheduled(entry.attempts, self.queue.clock.now() - entry.first_queued_at)
         if entry.flushed:
@@ -121,13 +122,13 @@ class Failures(SchedulerState):
         self.cluster.scheduled(pod, node, profile)
 
     def _binding_failed(
-        self, profile: Profile | None, out: Outcome, entry: q.QueuedPod, status: Status, requeue: bool
+        self, profile: Profile | None, out: Binding, entry: q.QueuedPod, status: Status, requeue: bool
     ) -> None:
         """kube-scheduler's handleBindingCycleError: Unreserve, forget, move the pods this one's room
         turned away (an assigned pod deleted), requeue it and report."""
-        pod, node = out.pod, out.node or ""
+        pod, node = out.pod, out.node
         if profile is not None:
-            unreserve(profile.framework, out.state, pod, node, self.metrics.extension_points.observe)
+            unreserve(profile.framework, out.decision.state, pod, node, self.metrics.extension_points.observe)
         self.cache.forget(pod.uid)
         rejected = status.rejected  # a Permit rejection is a rejection, anything else an error
         self.placements[pod.key] = Placement(pod.key, None, status.message)
@@ -141,12 +142,12 @@ class Failures(SchedulerState):
         name = profile.name if profile else entry.profile
         self.cluster.failed(pod, name, UNSCHEDULABLE if rejected else SCHEDULER_ERROR, status.message, None)
 
-    def _move_bound(self, out: Outcome, where: str) -> None:
+    def _move_bound(self, out: Binding, where: str) -> None:
         """The pod is bound to ``where`` (maybe not the node it was assumed on): counted there."""
-        pod, node = out.pod, out.node or ""
-        profile = self.built.profiles.get(out.queued.profile) if out.queued else None
+        pod, node = out.pod, out.node
+        profile = self.built.profiles.get(out.queued.profile)
         if where != node and profile is not None:
-            unreserve(profile.framework, out.state, pod, node, self.metrics.extension_points.observe)
+            unreserve(profile.framework, out.decision.state, pod, node, self.metrics.extension_points.observe)
         if self.cache.is_assumed(pod.uid) or self.cache.pod_node(pod.uid) is None:
             obj = pod.pod
             self.cache.upsert_pod(msgspec.structs.replace(obj, spec=msgspec.structs.replace(obj.spec, node_name=where)))
@@ -158,7 +159,8 @@ class Failures(SchedulerState):
     def _settled(self, u: Unknown, where: str | None) -> None:
         """What became of a pod whose binding's answer was lost: bound to ``where``, not bound (''), or
         gone (None). The watch (the cache already has it) or a read of the pod told."""
-        out, entry = u.context
+        out: Binding = u.context
+        entry = out.queued
         uid, node = u.pod.uid, u.node
         profile = self.built.profiles.get(entry.profile)
         if where == node:
@@ -171,7 +173,7 @@ class Failures(SchedulerState):
         elif where is None:
             self._binding.pop(uid, None)
             if profile is not None:
-                unreserve(profile.framework, out.state, out.pod, node, self.metrics.extension_points.observe)
+                unreserve(profile.framework, out.decision.state, out.pod, node, self.metrics.extension_points.observe)
             self.cache.forget(uid)
             self.queue.on_event(q.POD_DELETE, pod=out.pod)
         else:

@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping
 from kubesched.core.nodetable import NodeTable
 from kubesched.core.podinfo import PodInfo
 from kubesched.framework.build import Profile
-from kubesched.framework.events import ClusterEvent, Registrations, registrations
+from kubesched.framework.events import ClusterEvent, Registrations
 from kubesched.framework.guard import plugin_error
 from kubesched.framework.interfaces import NodeInfo, Plugin
 from kubesched.scheduler.engine.cycle import EXTENDER
@@ -36,10 +36,7 @@ class QueueingHints:
 
     def register(self, profiles: Mapping[str, Profile]) -> None:
         """Each profile's plugins by name with their registrations (again after a reload)."""
-        self._registered = {
-            name: {p.name: (p, registrations(p.events_to_register())) for p in profile.framework.plugins}
-            for name, profile in profiles.items()
-        }
+        self._registered = {name: profile.framework.registered_events() for name, profile in profiles.items()}
 
     def gate(self, entry: QueuedPod, event: ClusterEvent) -> bool:
         """Whether the PreEnqueue plugin holding the pod back registered the event (explicitly: a plugin

@@ -23,19 +23,20 @@ from typing import Any
 from kubesched.cluster.cache import ClusterCache
 from kubesched.core.podinfo import PodInfo
 from kubesched.framework.build import Profile
-from kubesched.framework.guard import FrameworkError, plugin_error, timed
+from kubesched.framework.guard import FrameworkError
 from kubesched.framework.handle import DefaultSelector, ResourceAPI
 from kubesched.framework.interfaces import (
     CycleState,
     Handle,
-    QueueSortPlugin,
 )
+from kubesched.framework.runtime import Framework
 from kubesched.framework.status import SUCCESS, Status
 from kubesched.framework.volumes import Volumes
 from kubesched.scheduler.engine import queue as q
 from kubesched.scheduler.engine.binding import Binder, WaitingPods
 from kubesched.scheduler.engine.built import Built
-from kubesched.scheduler.engine.cycle import Cycle, Outcome
+from kubesched.scheduler.engine.cycle import Cycle
+from kubesched.scheduler.engine.decision import Decision, Rejection
 from kubesched.scheduler.engine.events import ClusterEvents
 from kubesched.scheduler.engine.extenders import Candidates, Extenders, ExtendersFactory, no_extenders
 from kubesched.scheduler.engine.failures import Failures
@@ -198,18 +199,18 @@ class Scheduler(ClusterEvents, Failures):
     def _sort_key(self, built: Built) -> q.SortKey:
         for profile in built.profiles.values():
             if profile.framework.queue_sort:
-                return self._guarded_key(profile.framework.queue_sort[0])
+                return self._guarded_key(profile.framework)
         return q.priority_then_arrival
 
-    def _guarded_key(self, plugin: QueueSortPlugin) -> q.SortKey:
-        """The plugin's sort key; a pod whose key raises sorts last and its next attempt fails with the error."""
-        key = plugin.sort_key
+    def _guarded_key(self, fw: Framework) -> q.SortKey:
+        """The QueueSort plugin's key; a pod whose key raises sorts last and its next attempt fails with the error."""
+        key = fw.queue_sort_key
 
         def guarded(pod: PodInfo, queued_at: float) -> tuple[Any, ...]:
             try:
                 return (0, key(pod, queued_at))
-            except Exception as err:
-                self._sort_errors[pod.uid] = plugin_error("QueueSort", plugin, pod, err)
+            except FrameworkError as err:
+                self._sort_errors[pod.uid] = err
                 return (1, -pod.priority, queued_at)
 
         return guarded
@@ -220,20 +221,12 @@ class Scheduler(ClusterEvents, Failures):
         timer = self.metrics.plugin if self.cycle.sampled() else None
         profile = self.built.profiles.get(entry.profile)
         status = SUCCESS
-        for plugin in profile.framework.pre_enqueue if profile else ():
+        if profile is not None:
             try:
-                if timer is None:
-                    status = plugin.pre_enqueue(entry.info)
-                else:
-                    status = timed(timer, plugin.name, "PreEnqueue", plugin.pre_enqueue, entry.info)
-            except Exception as err:  # the queue backs the pod off and asks again
-                failure = plugin_error("PreEnqueue", plugin, entry.info, err)
+                status = profile.framework.run_pre_enqueue(entry.info, timer)
+            except FrameworkError as failure:  # the queue backs the pod off and asks again
                 self._plugin_failed(entry.profile, failure)
                 status = failure.status
-                break
-            if not status.ok:
-                status = status.with_plugin(plugin.name)
-                break
         self.metrics.extension_points.observe(("PreEnqueue", status.code, entry.profile), time.perf_counter() - began)
         return status
 
@@ -300,7 +293,7 @@ class Scheduler(ClusterEvents, Failures):
             if pod.uid in self._binding:
                 return  # its binding cycle started: it reports
             message = f"scheduling cycle failed: {type(err).__name__}: {err}"
-            out = Outcome(pod, CycleState(), status=Status.error(message), message=message)
+            out = Rejection(pod, CycleState(), Status.error(message), message)
             self.metrics.attempt("error", profile.name, time.perf_counter() - started)
             self._failed(profile, entry, out)
 
@@ -309,20 +302,19 @@ class Scheduler(ClusterEvents, Failures):
         if self._sort_errors:
             failure = self._sort_errors.pop(pod.uid, None)
             if failure is not None:
-                out = Outcome(pod, CycleState(), status=failure.status, message=str(failure), failure=failure)
                 self._plugin_failed(profile.name, failure)
                 self.metrics.attempt("error", profile.name, time.perf_counter() - started)
-                self._failed(profile, entry, out)
+                self._failed(profile, entry, Rejection.failed(pod, CycleState(), failure))
                 return
-        out = await self.cycle.run(profile, pod)
+        decided = await self.cycle.run(profile, pod)
+        if isinstance(decided, Decision):
+            self.queue.done(pod.uid)
+            self._binding[pod.uid] = entry
+            self.binder.start(profile, decided, entry, started)  # its completion reports the e2e latency
+            return
+        out = decided
         if out.failure is not None:
             self._plugin_failed(profile.name, out.failure)
-        if out.node is not None:
-            self.queue.done(pod.uid)
-            out.queued, out.started = entry, started  # the binding's completion reports the e2e latency
-            self._binding[pod.uid] = entry
-            self.binder.start(profile, out)
-            return
         result = "error" if out.error else "unschedulable"
         self.metrics.attempt(result, profile.name, time.perf_counter() - started)
         self._failed(profile, entry, out)

@@ -1,7 +1,7 @@
-"""The node search of a scheduling cycle: nominated pods counted, the nominated or hinted node tried, Filter.
+"""Nominated pods in the node search: counted while a pod filters, the nominated or hinted node tried.
 
-Module functions over the cache's NodeTable that `Cycle._search` (cycle.py) composes: `find` filters from
-a rotating start until ``numFeasibleNodesToFind`` nodes are feasible, in chunks of rows; `nominated_pods`
+Module functions over the cache's NodeTable that `Cycle._search` (cycle.py, where `find`, the rotating
+Filter in chunks, lives) composes only when there are nominated pods or a hint: `nominated_pods`
 counts pods nominated elsewhere on their nodes while a pod filters and `second_pass` checks that a node
 passes without them too; `try_nominated` and `hint_passes` try one node (the pod's nominated node, or
 opportunistic batching's hint) before any search.
@@ -17,29 +17,10 @@ import numpy as np
 from kubesched.cluster.cache import ClusterCache
 from kubesched.core.nodetable import NodeTable, Rows
 from kubesched.core.podinfo import PodInfo
-from kubesched.framework.build import Profile
 from kubesched.framework.diagnosis import Diagnosis
 from kubesched.framework.interfaces import CycleState, NodeBatch, PreFilterResult
 from kubesched.framework.runtime import Framework
-from kubesched.scheduler.engine.extenders import Extenders
 from kubesched.scheduler.engine.nominator import Nominator
-
-MIN_FEASIBLE_NODES_TO_FIND = 100
-MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5
-
-
-def num_feasible_nodes_to_find(n: int, percentage: int, scoring: bool) -> int:
-    """kube-scheduler's numFeasibleNodesToFind: all below 100 nodes, else an adaptive share, at least 100."""
-    if n < MIN_FEASIBLE_NODES_TO_FIND:
-        return n
-    if percentage == 0:
-        percentage = max(MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND, 50 - n // 125)
-    k = n * percentage // 100
-    if k < MIN_FEASIBLE_NODES_TO_FIND:
-        k = MIN_FEASIBLE_NODES_TO_FIND
-    if not scoring:
-        return 1
-    return min(k, n)
 
 
 @contextlib.contextmanager
@@ -123,54 +104,10 @@ def fits(fw: Framework, state: CycleState, pod: PodInfo, table: NodeTable, row: 
 
 
 def try_nominated(
-    nominator: Nominator, fw: Framework, state: CycleState, pod: PodInfo, table: NodeTable, pre: PreFilterResult
+    fw: Framework, state: CycleState, pod: PodInfo, table: NodeTable, pre: PreFilterResult, node: str
 ) -> Rows | None:
-    node = nominator.node_of(pod.uid) or pod.pod.status.nominated_node_name
-    row = table.index.get(node) if node else None
+    """The pod's nominated ``node`` as one row, if it passes (kube-scheduler's evaluateNominatedNode)."""
+    row = table.index.get(node)
     if row is None or not fits(fw, state, pod, table, row, pre):
         return None
     return np.array([row], dtype=np.intp)
-
-
-def find(
-    profile: Profile,
-    state: CycleState,
-    pod: PodInfo,
-    table: NodeTable,
-    pre: PreFilterResult,
-    diagnosis: Diagnosis,
-    extenders: Extenders,
-    default_percentage: int,
-    next_start: int,
-) -> tuple[Rows, int]:
-    """Filter from the rotating start until enough nodes are feasible; the feasible rows and the next start.
-
-    ``default_percentage`` is the configuration's percentageOfNodesToScore, for a profile that sets none.
-    """
-    fw = profile.framework
-    rows = table.ordered_rows()  # zones interleaved, as kube-scheduler lists its snapshot's nodes
-    live = len(rows)
-    rows = pre.narrow(table, rows, diagnosis)
-    n = len(rows)
-    if n == 0:
-        return rows, next_start
-    percentage = profile.percentage_of_nodes_to_score
-    scoring = bool(fw.score) or extenders.any_filter_or_prioritize()
-    k = num_feasible_nodes_to_find(n, default_percentage if percentage is None else percentage, scoring)
-    start = next_start % n
-    order = np.concatenate((rows[start:], rows[:start])) if start else rows
-    if k >= n:
-        feasible = fw.run_filter(state, pod, NodeBatch(table, order), diagnosis)
-        return feasible, (next_start + n) % live
-    parts: list[Rows] = []
-    found = pos = 0
-    while found < k and pos < n:
-        # First chunk: exactly k; later ones sized by the pass rate so far, so few rounds are needed.
-        size = k if pos == 0 else int((k - found) * pos / max(found, 1)) + 32
-        chunk = order[pos : pos + size]
-        passed = fw.run_filter(state, pod, NodeBatch(table, chunk), diagnosis)
-        pos += len(chunk)
-        parts.append(passed)
-        found += len(passed)
-    feasible = np.concatenate(parts) if len(parts) > 1 else parts[0]
-    return feasible[:k], (next_start + pos) % live

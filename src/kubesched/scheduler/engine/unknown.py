@@ -35,7 +35,7 @@ class Unknown:
     profile: str
     message: str
     deadline: float
-    context: Any  # what the scheduler needs to finish the binding (its Outcome and queue entry)
+    context: Any  # what the scheduler needs to finish the binding (its `Binding` record)
 
 
 class UnknownBindings:

@@ -31,6 +31,7 @@ from kubesched.framework.runtime import Framework
 from kubesched.framework.status import Status
 from kubesched.scheduler.engine import search
 from kubesched.scheduler.engine.built import Built
+from kubesched.scheduler.engine.cycle import find, num_feasible_nodes_to_find
 from kubesched.scheduler.engine.extenders import ExtenderError, ExtendersFactory, NoExtenders, no_extenders
 from kubesched.scheduler.engine.queue import ManualClock
 from kubesched.scheduler.engine.scheduler import Scheduler
@@ -163,7 +164,7 @@ async def explain(
     names = table.name_array()
     percentage = profile.percentage_of_nodes_to_score
     pct = scheduler.cycle.percentage if percentage is None else percentage
-    k = search.num_feasible_nodes_to_find(len(narrowed), pct, bool(fw.score)) if len(narrowed) else 0
+    k = num_feasible_nodes_to_find(len(narrowed), pct, bool(fw.score)) if len(narrowed) else 0
     sampled = feasible[:k]
     extended = await _extenders(scheduler, pod, feasible, reported, failed, out.notes)
     if extended is not None:  # kube-scheduler's extenders filter the sample the plugins found
@@ -230,7 +231,7 @@ def _filter(
         if pre.status.rejected:
             return rows[:0], rows[:0], {int(r): pre.status for r in rows.tolist()}, {}
         narrowed = pre.narrow(table, rows, Diagnosis())
-        feasible, _ = search.find(profile, state, pod, table, pre, diagnosis, NoExtenders(), 100, 0)
+        feasible, _ = find(profile, state, pod, table, pre, diagnosis, NoExtenders(), 100, 0)
         failed = _every_filter(fw, state, pod, NodeBatch(table, narrowed)) if len(narrowed) else {}
     if added:
         feasible = search.second_pass(fw, pod, table, feasible, added, diagnosis)
@@ -334,8 +335,8 @@ def _scores(fw: Framework, state: CycleState, pod: PodInfo, batch: NodeBatch) ->
     """Raw, normalized and weighted scores per Score plugin on the nodes kube-scheduler scores."""
     work = state.clone()
     fw.run_pre_score(work, pod, batch)
-    raw = fw.score_raw(work, pod, batch)
-    normalized = fw.normalize_scores(work, pod, batch, raw)
+    scores = fw.run_score(work, pod, batch)
+    raw, normalized = scores.raw, scores.normalized
     out: dict[int, list[Score]] = {int(r): [] for r in batch.rows.tolist()}
     for (plugin, weight), r_scores, n_scores in zip(fw.score, raw, normalized, strict=True):
         if r_scores is None or n_scores is None:

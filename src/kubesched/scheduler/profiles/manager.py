@@ -12,6 +12,7 @@ registry its plugins come from (`load_registry`; `read` does both: a `Loaded`), 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import importlib
 import importlib.metadata
 import importlib.util
@@ -106,9 +107,7 @@ def build(
     problems = list(errors)
 
     def handle_of(name: str) -> Handle:
-        handle = make_handle(name)
-        handle.release = release
-        return handle
+        return dataclasses.replace(make_handle(name), release=release)  # made with the release, not patched
 
     profiles = build_profiles(
         config.profiles,

@@ -19,11 +19,10 @@ from kubesched.core.podinfo import PodInfo
 from kubesched.framework.build import Profile
 from kubesched.framework.interfaces import CycleState, Handle, PermitPlugin
 from kubesched.framework.status import Code, Status
-from kubesched.scheduler.engine.cycle import Cycle
+from kubesched.scheduler.engine.cycle import Cycle, num_feasible_nodes_to_find
 from kubesched.scheduler.engine.nominator import Nominator
 from kubesched.scheduler.engine.queue import ManualClock
 from kubesched.scheduler.engine.scheduler import Scheduler
-from kubesched.scheduler.engine.search import num_feasible_nodes_to_find
 from kubesched.scheduler.memory import MemoryCluster, run_until_settled
 from kubesched.scheduler.profiles.manager import Built, build, build_default, load_registry
 from kubesched.scheduler.remote.extenders import ExtenderSet

@@ -75,6 +75,22 @@ def test_the_default_profile_is_upstreams_list_limited_to_existing_plugins(
     assert weights["TaintToleration"] == 3 and weights["NodeAffinity"] == 2 and weights["NodeResourcesFit"] == 1
 
 
+def test_each_handle_is_made_with_the_release_never_patched_after(tmp_path: Path) -> None:
+    made: list[Handle] = []
+
+    def make_handle(name: str) -> Handle:
+        made.append(Handle(scheduler_name=name))
+        return made[-1]
+
+    config = parse(HEAD, base=tmp_path)
+    registry, errors = load_registry(config.plugin_modules, no_entry_points)
+    release = parse_release("1.35")
+    profile = build(config, registry, make_handle, errors, release).profiles["default-scheduler"]
+    assert profile.handle.release is release and all(p.handle is profile.handle for p in profile.framework.plugins)
+    assert made and all(h.release is not release for h in made)  # the factory's handles were left alone
+    assert profile.handle.framework is profile.framework  # the dry run's framework: the profile's own
+
+
 def test_multipoint_and_per_point_enable_disable_and_weights() -> None:
     built = built_from(
         {
