@@ -129,6 +129,25 @@ def test_connection_resets_while_reading_the_cluster_change_nothing(
         assert "Traceback" not in rough.stderr
 
 
+def test_a_silent_api_server_is_a_clear_error_in_bounded_time(
+    control_plane: ControlPlane, kube_namespace: str, tmp_path: Path
+) -> None:
+    """The link goes silent (connections accepted, nothing answered): each list request gives up after
+    --request-timeout and is asked again; after its attempts, one clear error, no traceback, no hang."""
+    config = tmp_path / "config.yaml"
+    config.write_text("apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n")
+    with FaultProxy("127.0.0.1", control_plane.port or 0) as proxy:
+        kubeconfig = proxied_kubeconfig(control_plane, proxy, tmp_path)
+        proxy.blackhole()
+        started = time.monotonic()
+        done = explain(kubeconfig, config, f"{kube_namespace}/any", "--request-timeout", "1")
+        took = time.monotonic() - started
+    assert done.returncode == 2 and done.stdout == "", done.stderr
+    last = done.stderr.strip().splitlines()[-1]
+    assert last.startswith("kubesched: error: reading the cluster:") and "(after 8 attempts)" in last
+    assert "Traceback" not in done.stderr and took < 150, took  # ~1 s per attempt, backoff, /version: ~70 s here
+
+
 def test_an_unreachable_api_server_is_a_clear_error(tmp_path: Path, control_plane: ControlPlane) -> None:
     with FaultProxy("127.0.0.1", control_plane.port or 0) as proxy:
         kubeconfig = proxied_kubeconfig(control_plane, proxy, tmp_path)

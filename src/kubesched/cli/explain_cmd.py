@@ -86,12 +86,22 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help='output format (default text); html: a self-contained page (docs/explain.md, "The report")',
     )
     cmd.add_argument("--all-nodes", action="store_true", help="text: list every node (default: at most 50)")
+    cmd.add_argument(
+        "--request-timeout",
+        type=float,
+        default=30.0,
+        metavar="SECONDS",
+        help="live cluster: seconds one list request may take before it is asked again, as kubectl's (default 30;"
+        " a page is asked at most 8 times)",
+    )
     cmd.set_defaults(func=run_explain)
 
 
 def run_explain(args: argparse.Namespace) -> int:
     logging.basicConfig(level=logging.WARNING, format="kubesched: %(levelname)s: %(message)s")
     release = kube_version.release(args)
+    if not args.request_timeout > 0:
+        raise CLIError(f"--request-timeout: {args.request_timeout} must be a positive number of seconds")
     if args.config is not None and not args.config.is_file():
         raise CLIError(f"--config: no such file {args.config}")
     try:
@@ -169,7 +179,7 @@ def _objects(args: argparse.Namespace, release: Release) -> tuple[ClusterFile, R
     release = kube_version.for_connection(args, conn)
 
     async def snapshot() -> dict[str, object]:
-        client = KubeClient(conn, 60.0, connections=2, user_agent="kubesched/explain")
+        client = KubeClient(conn, args.request_timeout, connections=2, user_agent="kubesched/explain")
         try:
             return (await take(client)).documents()
         finally:

@@ -24,7 +24,8 @@ from kubesched.core.podinfo import PodInfo
 from kubesched.errors import KubeschedError
 from kubesched.framework.build import Profile
 from kubesched.framework.diagnosis import Diagnosis
-from kubesched.framework.guard import PASS_THROUGH, plugin_error
+from kubesched.framework.exhaustive import each_filter, each_pre_filter
+from kubesched.framework.guard import FrameworkError
 from kubesched.framework.handle import DefaultSelector
 from kubesched.framework.interfaces import CycleState, Handle, NodeBatch
 from kubesched.framework.runtime import Framework
@@ -294,38 +295,25 @@ def _verdict(status: Status) -> Verdict:
 
 
 def _pre_filter_steps(fw: Framework, pod: PodInfo, table: NodeTable) -> list[PreFilterStep]:
-    """Each PreFilter plugin alone (on a state of its own: the cycle's state is the framework's run)."""
+    """Each PreFilter plugin's verdict on its own, and the nodes it narrows to."""
     steps = []
-    for plugin in fw.pre_filter:
-        try:
-            result = plugin.pre_filter(CycleState(), pod, table)
-        except PASS_THROUGH as err:
-            steps.append(PreFilterStep(plugin.name, "Error", str(err)))
-            continue
-        except Exception as err:
-            steps.append(PreFilterStep(plugin.name, "Error", str(plugin_error("PreFilter", plugin, None, err))))
+    for name, result in each_pre_filter(fw, pod, table):
+        if isinstance(result, FrameworkError):
+            steps.append(PreFilterStep(name, "Error", str(result)))
             continue
         nodes = sorted(result.node_names) if result.node_names is not None else None
-        steps.append(PreFilterStep(plugin.name, code_name(result.status.code), result.status.message, nodes))
+        steps.append(PreFilterStep(name, code_name(result.status.code), result.status.message, nodes))
     return steps
 
 
 def _every_filter(fw: Framework, state: CycleState, pod: PodInfo, batch: NodeBatch) -> dict[int, list[Verdict]]:
     """Every Filter plugin over every node PreFilter left (kube-scheduler stops at a node's first failure)."""
     out: dict[int, list[Verdict]] = {}
-    for plugin in fw.filter:
-        if plugin.name in state.skip_filter:
-            continue
-        try:
-            verdicts = plugin.filter(state, pod, batch)
-        except PASS_THROUGH:
-            raise
-        except Exception as err:
-            raise plugin_error("Filter", plugin, None, err) from err
+    for name, verdicts in each_filter(fw, state, pod, batch):
         if verdicts.all_passed:
             continue
         failed = verdicts.failed if verdicts.failed is not None else verdicts.codes != 0
-        statuses = [_verdict(s.with_plugin(plugin.name)) for s in verdicts.statuses]
+        statuses = [_verdict(s.with_plugin(name)) for s in verdicts.statuses]
         for row, code in zip(batch.rows[failed].tolist(), verdicts.codes[failed].tolist(), strict=True):
             out.setdefault(int(row), []).append(statuses[code - 1])
     return out

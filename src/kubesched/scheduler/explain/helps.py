@@ -22,6 +22,7 @@ from kubesched.api.core import (
 from kubesched.core.nodetable import NodeTable, Rows
 from kubesched.core.podinfo import PodInfo
 from kubesched.core.quantity import format_milli_cpu
+from kubesched.framework.guard import PASS_THROUGH
 from kubesched.framework.interfaces import CycleState, NodeBatch
 from kubesched.framework.runtime import Framework
 from kubesched.scheduler.explain.model import Help
@@ -50,7 +51,7 @@ def what_would_help(
         changed = PodInfo(msgspec.structs.replace(pod.pod, spec=spec))
         try:
             after = [r for r in _feasible(fw, changed, table, rows) if r not in before]
-        except Exception:  # a plugin that cannot take the changed pod: that change tells nothing
+        except PASS_THROUGH:  # a plugin failed on the changed pod (an Error status): that change tells nothing
             continue
         if after:
             opened = sorted(str(names[r]) for r in after)

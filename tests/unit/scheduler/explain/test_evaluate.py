@@ -13,20 +13,7 @@ from kubesched.scheduler.explain.model import Explanation
 from kubesched.scheduler.memory import decide, decode_snapshot, snapshot_decider
 from kubesched.scheduler.profiles.manager import build_default
 from kubesched.testing.builders import node_json
-
-
-def pod(name: str, cpu: str, node: str = "", priority: int = 0, **spec: Any) -> dict[str, Any]:
-    return {
-        "metadata": {"name": name, "namespace": "ns", "uid": f"uid-{name}", "labels": {"app": name}},
-        "spec": {
-            "nodeName": node,
-            "priority": priority,
-            "schedulerName": "default-scheduler",
-            "containers": [{"name": "c", "resources": {"requests": {"cpu": cpu}}}],
-            **spec,
-        },
-    }
-
+from tests.unit.scheduler.test_memory_decide import pod  # the same API-shaped pod as memory.decide's tests
 
 TAINT = [{"key": "gpu", "value": "shared", "effect": "NoSchedule"}]
 NODES = [
